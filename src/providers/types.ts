@@ -1,0 +1,56 @@
+/** The nine providers of CONTRACT §2. Adding one = one file + one line in ./index.ts + fixtures. */
+export const PROVIDER_SLUGS = [
+  'openai', 'anthropic', 'groq', 'gemini', 'mistral', 'together', 'cohere', 'deepseek', 'xai',
+] as const;
+export type ProviderSlug = (typeof PROVIDER_SLUGS)[number];
+
+/** Usage normalised across providers (DESIGN.md "Usage extraction"). */
+export interface Usage {
+  /** ALL prompt tokens: uncached + cache reads + cache writes. */
+  inputTokens: number;
+  /** ALL billed output, reasoning included. */
+  outputTokens: number;
+  cachedInputTokens: number;
+  /** All cache writes; `cacheWrite1hTokens` is the part written with a 1-hour TTL (Anthropic). */
+  cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  reasoningTokens: number;
+  /** xAI reports its own cost in 1e-10 USD ticks: kept as a cross-check. */
+  providerCostTicks?: bigint;
+}
+
+/** What the proxy knows of the request when it asks a provider for usage. */
+export interface RequestInfo {
+  /** Path after /proxy/{slug}/, without query string, e.g. `v1/chat/completions`. */
+  path: string;
+  /** Parsed JSON request body when it was JSON (and small enough to observe), else undefined. */
+  body: unknown;
+}
+
+/** Result of reading a response: the provider-reported model and usage, if any. */
+export interface UsageResult {
+  model?: string;
+  usage?: Usage;
+  /** The stream/body reported an error (e.g. Anthropic `event: error` inside a 200 stream). */
+  error?: boolean;
+}
+
+/** Fed one framed stream event at a time (SSE `data:` payload, or one NDJSON line). */
+export interface StreamAccumulator {
+  onEvent(data: string, event?: string): void;
+  /** Text generated so far (for a tokenizer estimate when the stream carries no usage). */
+  streamedText(): string;
+  result(): UsageResult;
+}
+
+export interface Provider {
+  slug: ProviderSlug;
+  /** Public base address (origin + base path), CONTRACT §2. */
+  defaultBaseUrl: string;
+  /** The requested model, from the body or (Gemini) the path. */
+  requestModel(req: RequestInfo): string | undefined;
+  /** Usage from a complete non-streaming JSON response body. */
+  usageFromJson(body: unknown, req: RequestInfo): UsageResult;
+  /** A fresh per-request accumulator for a streamed response. */
+  streamAccumulator(req: RequestInfo): StreamAccumulator;
+}
