@@ -1,0 +1,138 @@
+import {
+  catalogueVersion, compileCatalogueModel, findCatalogueModel, normaliseModelName,
+} from './catalogue.js';
+import { costString, ZERO_COST } from './cost.js';
+import {
+  PRICES_FILE_ENV, PricesFileError, findOverride, loadOverridesFile, type Overrides,
+} from './overrides.js';
+import { formatPath } from './overrides-schema.js';
+import type { ProviderSlug } from '../providers/types.js';
+import type { CostInput, CostResult, ResolvedModel } from './types.js';
+
+export interface PricerOptions {
+  /** A prices file (METER_PRICES_FILE): read and validated once, here. */
+  pricesFile?: string;
+  /** Overrides already parsed (see parseOverrides); wins over pricesFile. */
+  overrides?: Overrides;
+  /** How errors name the file's origin; default "METER_PRICES_FILE". */
+  label?: string;
+}
+
+export interface Resolution {
+  resolved: ResolvedModel;
+  /** Catalogue model id, or the overrides key for explicit prices. */
+  matchedModel: string;
+}
+
+/** Distinct provider+model names kept; a client inventing model names cannot grow memory without bound. */
+const CACHE_LIMIT = 5000;
+
+/**
+ * Prices calls. Construct once at start (overrides are loaded and checked here, so a bad file
+ * stops the daemon); `cost()` is then a cached lookup plus BigInt arithmetic, with no I/O.
+ */
+export class Pricer {
+  readonly priceVersion: string;
+  readonly overrides: Overrides | undefined;
+  readonly #cache = new Map<string, Resolution | null>();
+
+  constructor(options: PricerOptions = {}) {
+    const label = options.label ?? PRICES_FILE_ENV;
+    this.overrides = options.overrides
+      ?? (options.pricesFile ? loadOverridesFile(options.pricesFile, label) : undefined);
+    this.priceVersion = catalogueVersion() + (this.overrides ? `+ovr:${this.overrides.hash}` : '');
+    if (this.overrides) this.#checkCatalogueReferences(this.overrides, label);
+  }
+
+  /** A Pricer for the daemon's environment: METER_PRICES_FILE when set. */
+  static fromEnv(env: Record<string, string | undefined> = process.env): Pricer {
+    const file = env[PRICES_FILE_ENV]?.trim();
+    return new Pricer(file ? { pricesFile: file } : {});
+  }
+
+  /** The prices for a provider's model (overrides first, then the catalogue), or null. */
+  resolve(provider: ProviderSlug, model: string): Resolution | null {
+    const name = normaliseModelName(model);
+    if (!name) return null;
+    const key = `${provider}\u0000${name}`;
+    const hit = this.#cache.get(key);
+    if (hit !== undefined) return hit;
+    let r: Resolution | null;
+    try {
+      r = this.#resolveUncached(provider, name);
+    } catch {
+      r = null;
+    }
+    if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
+    this.#cache.set(key, r);
+    return r;
+  }
+
+  /** Exact cost of one call. Never throws: an unknown model costs "0.00000000" and is flagged unpriced. */
+  cost(input: CostInput): CostResult {
+    const priceVersion = this.priceVersion;
+    try {
+      for (const name of [input.model, input.requestedModel]) {
+        if (!name) continue;
+        const r = this.resolve(input.provider, name);
+        if (!r) continue;
+        return {
+          cost: costString(r.resolved, input.usage, input.time),
+          unpriced: false,
+          priceVersion,
+          matchedModel: r.matchedModel,
+          source: r.resolved.source,
+          pricedModel: name,
+        };
+      }
+    } catch {
+      // fall through: an event is still recorded, flagged unpriced
+    }
+    return { cost: ZERO_COST, unpriced: true, priceVersion };
+  }
+
+  #resolveUncached(provider: ProviderSlug, name: string): Resolution | null {
+    const po = this.overrides?.providers[provider];
+    const o = findOverride(po, name);
+    if (o?.kind === 'prices') {
+      const resolved: ResolvedModel = { model: o.model, source: 'override' };
+      if (o.discount) resolved.discount = o.discount;
+      return { resolved, matchedModel: o.key };
+    }
+    const target = o?.sameAs ?? name;
+    const info = findCatalogueModel(provider, target);
+    const model = info ? compileCatalogueModel(info) : null;
+    if (!model) return null;
+    const resolved: ResolvedModel = { model, source: o ? 'override' : 'catalogue' };
+    const discount = o?.discount ?? po?.discount;
+    if (discount) resolved.discount = discount;
+    if (o?.sameAs) resolved.sameAs = model.id;
+    return { resolved, matchedModel: model.id };
+  }
+
+  /** same_as targets and discount-only exact names must exist in the catalogue: a typo fails at start. */
+  #checkCatalogueReferences(overrides: Overrides, label: string): void {
+    const problems: { path: string; message: string }[] = [];
+    for (const [slug, po] of Object.entries(overrides.providers) as [ProviderSlug, NonNullable<Overrides['providers'][ProviderSlug]>][]) {
+      const entries = [...po.exact.values(), ...po.prefixes.map((p) => p.override)];
+      for (const o of entries) {
+        if (o.kind !== 'catalogue') continue;
+        const isPrefix = o.key.endsWith('*');
+        if (!o.sameAs && isPrefix) continue; // a discount on every catalogue model with this prefix
+        const target = o.sameAs ?? o.key;
+        const info = findCatalogueModel(slug, target);
+        if (info && compileCatalogueModel(info)) continue;
+        const field = o.sameAs ? 'same_as' : 'discount_pct';
+        problems.push({
+          path: formatPath(['providers', slug, 'models', o.key, field]),
+          message: `${this.catalogueName()} has no token prices for ${slug} model ${JSON.stringify(target)}; give input_mtok/output_mtok instead`,
+        });
+      }
+    }
+    if (problems.length) throw new PricesFileError(overrides.file, problems, label);
+  }
+
+  private catalogueName(): string {
+    return this.priceVersion.split('+')[0]!;
+  }
+}
