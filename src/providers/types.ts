@@ -33,6 +33,9 @@ export interface UsageResult {
   usage?: Usage;
   /** The stream/body reported an error (e.g. Anthropic `event: error` inside a 200 stream). */
   error?: boolean;
+  /** The stream ended before its final usage (e.g. Anthropic cut after `message_start`, whose
+   *  output count is a placeholder): the usage is a lower bound, an estimate may do better. */
+  incomplete?: boolean;
 }
 
 /** Fed one framed stream event at a time (SSE `data:` payload, or one NDJSON line). */
@@ -40,6 +43,8 @@ export interface StreamAccumulator {
   onEvent(data: string, event?: string): void;
   /** Text generated so far (for a tokenizer estimate when the stream carries no usage). */
   streamedText(): string;
+  /** Characters generated so far, including any past the cap on the kept text (estimate scaling). */
+  streamedChars?(): number;
   result(): UsageResult;
 }
 

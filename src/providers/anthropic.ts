@@ -1,0 +1,112 @@
+import { bodyModel, isErrorBody, isNum, num, obj, parse, str, usage, type Obj } from './common.js';
+import { eachStringField, firstStringField, TextCollector } from './scan.js';
+import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
+
+/**
+ * Anthropic's `input_tokens` excludes cache reads and writes: all input = input_tokens +
+ * cache_creation_input_tokens + cache_read_input_tokens. `cache_creation` splits the writes by
+ * TTL; its 1-hour part is priced higher.
+ */
+export function anthropicUsage(u: Obj): Usage | undefined {
+  if (!isNum(u.input_tokens) && !isNum(u.output_tokens)) return undefined;
+  const cc = obj(u.cache_creation);
+  const oneHour = num(cc?.ephemeral_1h_input_tokens);
+  const writes = isNum(u.cache_creation_input_tokens)
+    ? num(u.cache_creation_input_tokens)
+    : num(cc?.ephemeral_5m_input_tokens) + oneHour;
+  const reads = num(u.cache_read_input_tokens);
+  return usage({
+    inputTokens: num(u.input_tokens) + writes + reads,
+    outputTokens: num(u.output_tokens),
+    cachedInputTokens: reads,
+    cacheWriteTokens: writes,
+    cacheWrite1hTokens: oneHour,
+    reasoningTokens: num(obj(u.output_tokens_details)?.thinking_tokens),
+  });
+}
+
+const DELTA_TEXT_KEYS = ['text', 'thinking', 'partial_json'];
+
+class AnthropicAccumulator implements StreamAccumulator {
+  private readonly text = new TextCollector();
+  private model: string | undefined;
+  /** message_start's usage: real input and cache counts, placeholder output. */
+  private start: Obj | undefined;
+  /** The last message_delta's usage: cumulative, final output count. */
+  private delta: Obj | undefined;
+  private error = false;
+
+  constructor(private readonly requested: string | undefined) {}
+
+  onEvent(data: string, event?: string): void {
+    const type = event ?? firstStringField(data, 'type');
+    switch (type) {
+      case 'content_block_delta':
+        for (const k of DELTA_TEXT_KEYS) eachStringField(data, k, this.text);
+        return;
+      case 'message_start': {
+        const m = obj(parse(data)?.message);
+        if (!m) return;
+        this.model = str(m.model) ?? this.model;
+        this.start = obj(m.usage) ?? this.start;
+        return;
+      }
+      case 'message_delta': {
+        const u = obj(parse(data)?.usage);
+        if (u) this.delta = u;
+        return;
+      }
+      case 'error':
+        this.error = true;
+        return;
+      default:
+    }
+  }
+
+  streamedText(): string {
+    return this.text.text();
+  }
+
+  streamedChars(): number {
+    return this.text.chars();
+  }
+
+  result(): UsageResult {
+    const r: UsageResult = {};
+    const model = this.model ?? this.requested;
+    if (model !== undefined) r.model = model;
+    let merged: Obj | undefined = this.start;
+    if (this.delta) {
+      // message_delta's non-null fields replace message_start's (never added to them)
+      merged = { ...this.start };
+      for (const [k, v] of Object.entries(this.delta)) if (v !== null && v !== undefined) merged[k] = v;
+    }
+    const u = merged && anthropicUsage(merged);
+    if (u) r.usage = u;
+    if (this.start && !this.delta) r.incomplete = true;
+    if (this.error) r.error = true;
+    return r;
+  }
+}
+
+export const anthropic: Provider = {
+  slug: 'anthropic',
+  defaultBaseUrl: 'https://api.anthropic.com/v1',
+  requestModel: bodyModel,
+  usageFromJson(body: unknown, req: RequestInfo): UsageResult {
+    const o = obj(body);
+    const r: UsageResult = {};
+    const model = str(o?.model) ?? bodyModel(req);
+    if (model !== undefined) r.model = model;
+    if (!o) return r;
+    // count_tokens answers a bare `{input_tokens}` (no `usage`): it bills nothing
+    const u = obj(o.usage);
+    const n = u && anthropicUsage(u);
+    if (n) r.usage = n;
+    if (isErrorBody(o)) r.error = true;
+    return r;
+  },
+  streamAccumulator(req: RequestInfo): StreamAccumulator {
+    return new AnthropicAccumulator(bodyModel(req));
+  },
+};

@@ -1,0 +1,96 @@
+import { bodyModel, isErrorBody, isNum, num, obj, parse, usage, type Obj } from './common.js';
+import { eachStringField, firstStringField, TextCollector } from './scan.js';
+import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
+
+/**
+ * Cohere bills on `billed_units`, not `tokens` (which counts the prompt template too). v1 puts
+ * them in `meta`, v2 in `usage`; both have the same inner shape. `cached_tokens` is not
+ * mapped: Cohere prices no cache discount and billed input is what is charged.
+ */
+export function cohereUsage(u: Obj): Usage | undefined {
+  const b = obj(u.billed_units);
+  if (!b || (!isNum(b.input_tokens) && !isNum(b.output_tokens))) return undefined;
+  return usage({ inputTokens: num(b.input_tokens), outputTokens: num(b.output_tokens) });
+}
+
+/** Stream events whose text is generated output (v1 NDJSON `event_type`, v2 SSE `type`). */
+const TEXT_EVENTS: Record<string, readonly string[]> = {
+  'text-generation': ['text'],
+  'content-delta': ['text', 'thinking'],
+  'tool-plan-delta': ['tool_plan'],
+  'tool-call-delta': ['arguments'],
+  'tool-calls-chunk': ['text'],
+};
+
+class CohereAccumulator implements StreamAccumulator {
+  private readonly text = new TextCollector();
+  private last: Usage | undefined;
+  private error = false;
+
+  constructor(private readonly requested: string | undefined) {}
+
+  onEvent(data: string, event?: string): void {
+    const type = event ?? firstStringField(data, 'event_type') ?? firstStringField(data, 'type');
+    if (type === undefined) return;
+    const keys = TEXT_EVENTS[type];
+    if (keys) {
+      for (const k of keys) eachStringField(data, k, this.text);
+      return;
+    }
+    if (type === 'stream-end') {
+      // v1: `response.meta.billed_units`; finish_reason ERROR* means the generation failed
+      const o = parse(data);
+      const meta = obj(obj(o?.response)?.meta);
+      const u = meta && cohereUsage(meta);
+      if (u) this.last = u;
+      const fr = o?.finish_reason;
+      if (typeof fr === 'string' && fr.startsWith('ERROR')) this.error = true;
+    } else if (type === 'message-end') {
+      // v2: `delta.usage.billed_units`, `delta.error` on failure
+      const d = obj(parse(data)?.delta);
+      const uo = obj(d?.usage);
+      const u = uo && cohereUsage(uo);
+      if (u) this.last = u;
+      if (typeof d?.error === 'string' && d.error !== '') this.error = true;
+    }
+  }
+
+  streamedText(): string {
+    return this.text.text();
+  }
+
+  streamedChars(): number {
+    return this.text.chars();
+  }
+
+  result(): UsageResult {
+    // Cohere responses name no model: the requested one is all there is
+    const r: UsageResult = {};
+    if (this.requested !== undefined) r.model = this.requested;
+    if (this.last) r.usage = this.last;
+    if (this.error) r.error = true;
+    return r;
+  }
+}
+
+export const cohere: Provider = {
+  slug: 'cohere',
+  defaultBaseUrl: 'https://api.cohere.com/v1',
+  requestModel: bodyModel,
+  usageFromJson(body: unknown, req: RequestInfo): UsageResult {
+    const o = obj(body);
+    const r: UsageResult = {};
+    const model = bodyModel(req);
+    if (model !== undefined) r.model = model;
+    if (!o) return r;
+    const src = obj(o.usage) ?? obj(o.meta); // v2 chat / v1 chat, embed
+    const u = src && cohereUsage(src);
+    if (u) r.usage = u;
+    // Cohere's error body is `{"id"?, "message": "…"}`; a v2 answer's `message` is an object
+    if (isErrorBody(o) || (!src && typeof o.message === 'string' && o.text === undefined)) r.error = true;
+    return r;
+  },
+  streamAccumulator(req: RequestInfo): StreamAccumulator {
+    return new CohereAccumulator(bodyModel(req));
+  },
+};

@@ -1,0 +1,61 @@
+import type { RequestInfo, Usage } from './types.js';
+
+export type Obj = Record<string, unknown>;
+
+export function obj(x: unknown): Obj | undefined {
+  return typeof x === 'object' && x !== null && !Array.isArray(x) ? (x as Obj) : undefined;
+}
+
+/** A token count: a finite non-negative number, else 0 (providers send null for "none"). */
+export function num(x: unknown): number {
+  return typeof x === 'number' && Number.isFinite(x) && x > 0 ? Math.trunc(x) : 0;
+}
+
+export function isNum(x: unknown): x is number {
+  return typeof x === 'number' && Number.isFinite(x);
+}
+
+export function str(x: unknown): string | undefined {
+  return typeof x === 'string' && x !== '' ? x : undefined;
+}
+
+export function usage(p: Partial<Usage>): Usage {
+  const u: Usage = {
+    inputTokens: p.inputTokens ?? 0,
+    outputTokens: p.outputTokens ?? 0,
+    cachedInputTokens: p.cachedInputTokens ?? 0,
+    cacheWriteTokens: p.cacheWriteTokens ?? 0,
+    cacheWrite1hTokens: p.cacheWrite1hTokens ?? 0,
+    reasoningTokens: p.reasoningTokens ?? 0,
+  };
+  if (p.providerCostTicks !== undefined) u.providerCostTicks = p.providerCostTicks;
+  return u;
+}
+
+/** `model` of a JSON request body (every provider but Gemini). */
+export function bodyModel(req: RequestInfo): string | undefined {
+  return str(obj(req.body)?.model);
+}
+
+/** A JSON error body as providers send them: `{error: …}`, `{type: "error"}`, `{object: "error"}`. */
+export function isErrorBody(b: Obj): boolean {
+  return (b.error !== undefined && b.error !== null) || b.type === 'error' || b.object === 'error';
+}
+
+/** JSON.parse that never throws (a malformed event must not break metering of the rest). */
+export function parse(data: string): Obj | undefined {
+  try {
+    return obj(JSON.parse(data));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Path without leading slash or query, lower-cased tail checks are done by callers. */
+export function pathEndsWith(req: RequestInfo, tail: string): boolean {
+  let p = req.path;
+  const q = p.indexOf('?');
+  if (q >= 0) p = p.slice(0, q);
+  while (p.endsWith('/')) p = p.slice(0, -1);
+  return p.endsWith(tail);
+}

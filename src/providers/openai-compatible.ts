@@ -1,0 +1,164 @@
+import {
+  bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, str, usage, type Obj,
+} from './common.js';
+import { eachStringField, firstStringField, hasObjectField, TextCollector } from './scan.js';
+import type { Provider, ProviderSlug, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
+
+/**
+ * OpenAI's usage shapes: chat/legacy completions and embeddings (`prompt_tokens`, …) and the
+ * responses API (`input_tokens`, …). Undefined when the object holds no token counts (e.g.
+ * Groq's non-streaming `x_groq.usage`, which is only hardware cache statistics).
+ */
+export function openAIUsage(u: Obj): Usage | undefined {
+  if (isNum(u.input_tokens) || isNum(u.output_tokens)) {
+    const id = obj(u.input_tokens_details);
+    const od = obj(u.output_tokens_details);
+    return usage({
+      inputTokens: num(u.input_tokens),
+      outputTokens: num(u.output_tokens),
+      cachedInputTokens: num(id?.cached_tokens),
+      cacheWriteTokens: num(id?.cache_write_tokens),
+      reasoningTokens: num(od?.reasoning_tokens),
+    });
+  }
+  if (!isNum(u.prompt_tokens) && !isNum(u.completion_tokens)) return undefined;
+  const pd = obj(u.prompt_tokens_details);
+  const cd = obj(u.completion_tokens_details);
+  return usage({
+    inputTokens: num(u.prompt_tokens),
+    outputTokens: num(u.completion_tokens), // embeddings: none
+    cachedInputTokens: num(pd?.cached_tokens),
+    cacheWriteTokens: num(pd?.cache_write_tokens),
+    reasoningTokens: num(cd?.reasoning_tokens),
+  });
+}
+
+export interface CompatOptions {
+  slug: ProviderSlug;
+  defaultBaseUrl: string;
+  /** Provider rules on top of OpenAI's (xAI reasoning, DeepSeek cache hits). */
+  normalise?: (u: Obj) => Usage | undefined;
+  /** Another place a body or chunk may carry usage, tried after `usage` (Groq `x_groq.usage`). */
+  extraUsage?: (o: Obj) => unknown;
+  /** A chunk-level error besides `error` (Groq `x_groq.error`). */
+  extraError?: (o: Obj) => boolean;
+}
+
+type Mode = 'chat' | 'completions' | 'responses';
+
+function modeOf(req: RequestInfo): Mode {
+  if (pathEndsWith(req, 'responses')) return 'responses';
+  if (pathEndsWith(req, 'completions') && !pathEndsWith(req, 'chat/completions')) return 'completions';
+  return 'chat';
+}
+
+function usageIn(o: Obj, opts: CompatOptions): Usage | undefined {
+  const norm = opts.normalise ?? openAIUsage;
+  const candidates = [o.usage, obj(o.response)?.usage, opts.extraUsage?.(o)];
+  for (const c of candidates) {
+    const u = obj(c);
+    const n = u && norm(u);
+    if (n) return n;
+  }
+  return undefined;
+}
+
+function modelIn(o: Obj): string | undefined {
+  return str(o.model) ?? str(obj(o.response)?.model);
+}
+
+function hasError(o: Obj, opts: CompatOptions): boolean {
+  if (o.error !== undefined && o.error !== null) return true;
+  if (o.type === 'error' || o.type === 'response.failed') return true;
+  return opts.extraError?.(o) ?? false;
+}
+
+const CHAT_TEXT_KEYS = ['content', 'reasoning_content', 'reasoning', 'arguments'];
+
+class CompatAccumulator implements StreamAccumulator {
+  private readonly text = new TextCollector();
+  private model: string | undefined;
+  private scannedModel: string | undefined;
+  private last: Usage | undefined;
+  private error = false;
+
+  constructor(
+    private readonly opts: CompatOptions,
+    private readonly mode: Mode,
+    private readonly requested: string | undefined,
+  ) {}
+
+  onEvent(data: string, event?: string): void {
+    if (data.charCodeAt(0) !== 0x7b /* { */) return; // `[DONE]`, keep-alives
+    if (this.scannedModel === undefined) this.scannedModel = firstStringField(data, 'model');
+    if (event === 'error' || event === 'response.failed') this.error = true;
+    // Only events that can carry usage or an error are parsed; usage is replaced, never summed.
+    const withUsage = hasObjectField(data, 'usage');
+    if (withUsage || data.includes('"error"')) {
+      const o = parse(data);
+      if (o) {
+        if (hasError(o, this.opts)) this.error = true;
+        const u = withUsage ? usageIn(o, this.opts) : undefined;
+        if (u) {
+          this.last = u;
+          this.model = modelIn(o) ?? this.model;
+        }
+      }
+    }
+    this.collect(data, event);
+  }
+
+  private collect(data: string, event: string | undefined): void {
+    if (this.mode === 'chat') {
+      for (const k of CHAT_TEXT_KEYS) eachStringField(data, k, this.text);
+    } else if (this.mode === 'completions') {
+      eachStringField(data, 'text', this.text);
+    } else {
+      // responses: text only from `*.delta` events (`response.completed` repeats the whole output)
+      const type = event ?? firstStringField(data, 'type');
+      if (type !== undefined && type.endsWith('.delta') && type !== 'response.audio.delta') {
+        eachStringField(data, 'delta', this.text);
+      }
+    }
+  }
+
+  streamedText(): string {
+    return this.text.text();
+  }
+
+  streamedChars(): number {
+    return this.text.chars();
+  }
+
+  result(): UsageResult {
+    const r: UsageResult = {};
+    const model = this.model ?? this.scannedModel ?? this.requested;
+    if (model !== undefined) r.model = model;
+    if (this.last) r.usage = this.last;
+    if (this.error) r.error = true;
+    return r;
+  }
+}
+
+/** A chat-completions-compatible provider: OpenAI itself and the five that copy its API. */
+export function openAICompatible(opts: CompatOptions): Provider {
+  return {
+    slug: opts.slug,
+    defaultBaseUrl: opts.defaultBaseUrl,
+    requestModel: bodyModel,
+    usageFromJson(body: unknown, req: RequestInfo): UsageResult {
+      const o = obj(body);
+      const r: UsageResult = {};
+      const model = (o && modelIn(o)) ?? bodyModel(req);
+      if (model !== undefined) r.model = model;
+      if (!o) return r;
+      const u = usageIn(o, opts);
+      if (u) r.usage = u;
+      if (isErrorBody(o) || opts.extraError?.(o)) r.error = true;
+      return r;
+    },
+    streamAccumulator(req: RequestInfo): StreamAccumulator {
+      return new CompatAccumulator(opts, modeOf(req), bodyModel(req));
+    },
+  };
+}

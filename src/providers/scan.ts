@@ -1,0 +1,133 @@
+/**
+ * Cheap look-ups in a JSON text without parsing it: used on every stream event, so that only
+ * the few events that can carry usage are JSON-parsed. They rely on one fact of JSON: inside a
+ * string value every `"` is escaped (`\"`), so `"key"` followed by `:` can only be a real key.
+ */
+
+function isWs(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** Index just after `"key"\s*:\s*` for the occurrence of the key found from `from`, else -1. */
+function valueStart(data: string, needle: string, from: number): number {
+  for (;;) {
+    const at = data.indexOf(needle, from);
+    if (at < 0) return -1;
+    let i = at + needle.length;
+    while (i < data.length && isWs(data.charCodeAt(i))) i++;
+    if (data.charCodeAt(i) === 0x3a /* : */) {
+      i++;
+      while (i < data.length && isWs(data.charCodeAt(i))) i++;
+      return i;
+    }
+    from = at + needle.length;
+  }
+}
+
+/** Does the text hold `"key": {` somewhere (a non-null object value, e.g. `"usage":{…}`)? */
+export function hasObjectField(data: string, key: string): boolean {
+  const needle = `"${key}"`;
+  let from = 0;
+  for (;;) {
+    const v = valueStart(data, needle, from);
+    if (v < 0) return false;
+    if (data.charCodeAt(v) === 0x7b /* { */) return true;
+    from = v;
+  }
+}
+
+/** End index (of the closing quote) of a JSON string whose content starts at `start`. */
+function stringEnd(data: string, start: number): { end: number; escaped: boolean } {
+  let escaped = false;
+  let i = start;
+  for (;;) {
+    const q = data.indexOf('"', i);
+    if (q < 0) return { end: -1, escaped };
+    const bs = data.indexOf('\\', i);
+    if (bs < 0 || bs > q) return { end: q, escaped };
+    escaped = true;
+    i = bs + 2; // skip the escaped character, whatever it is
+  }
+}
+
+function decode(data: string, start: number, end: number, escaped: boolean): string | undefined {
+  const raw = data.slice(start, end);
+  if (!escaped) return raw;
+  try {
+    return JSON.parse(`"${raw}"`) as string;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first string value of `key` in the text, decoded; undefined when absent or not a string. */
+export function firstStringField(data: string, key: string): string | undefined {
+  const needle = `"${key}"`;
+  let from = 0;
+  for (;;) {
+    const v = valueStart(data, needle, from);
+    if (v < 0) return undefined;
+    if (data.charCodeAt(v) === 0x22) {
+      const { end, escaped } = stringEnd(data, v + 1);
+      return end < 0 ? undefined : decode(data, v + 1, end, escaped);
+    }
+    from = v;
+  }
+}
+
+/** Every string value of `key` in the text, decoded, handed to `sink` (empty strings skipped). */
+export function eachStringField(data: string, key: string, sink: TextCollector): void {
+  const needle = `"${key}"`;
+  let from = 0;
+  for (;;) {
+    const v = valueStart(data, needle, from);
+    if (v < 0) return;
+    if (data.charCodeAt(v) !== 0x22) {
+      from = v;
+      continue;
+    }
+    const { end, escaped } = stringEnd(data, v + 1);
+    if (end < 0) return;
+    if (end > v + 1) {
+      const s = decode(data, v + 1, end, escaped);
+      if (s !== undefined) sink.add(s);
+    }
+    from = end + 1;
+  }
+}
+
+/** Default cap on the text kept per stream for an estimate; beyond it only characters are counted. */
+export const MAX_KEPT_TEXT_CHARS = 1 << 20;
+
+/** Generated text of one stream, kept up to a cap so memory stays bounded on huge outputs. */
+export class TextCollector {
+  private parts: string[] = [];
+  private kept = 0;
+  private total = 0;
+  private joined: string | undefined;
+
+  constructor(private readonly cap = MAX_KEPT_TEXT_CHARS) {}
+
+  add(s: string): void {
+    this.total += s.length;
+    if (this.kept >= this.cap) return;
+    const room = this.cap - this.kept;
+    const part = s.length > room ? s.slice(0, room) : s;
+    this.parts.push(part);
+    this.kept += part.length;
+    this.joined = undefined;
+  }
+
+  text(): string {
+    if (this.joined === undefined) {
+      this.joined = this.parts.length === 1 ? this.parts[0]! : this.parts.join('');
+      this.parts = this.joined === '' ? [] : [this.joined];
+    }
+    return this.joined;
+  }
+
+  /** All characters seen, including those past the cap. */
+  chars(): number {
+    return this.total;
+  }
+}
