@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { registerMigrate } from './commands/migrate.js';
+import { registerStart } from './commands/start.js';
+
+const program = new Command('meter')
+  .description('meter: a metering proxy for LLM APIs')
+  .version(process.env.npm_package_version ?? '0.1.0')
+  .showHelpAfterError()
+  .exitOverride();
+
+registerStart(program);
+registerMigrate(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    process.exitCode = err.exitCode;
+  } else {
+    const e = err as Error;
+    const debug = process.env.METER_DEBUG === '1' || process.env.METER_DEBUG === 'true';
+    process.stderr.write(`meter: ${debug ? e.stack : e.message}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,109 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import { openStore, type Store } from '../store/index.js';
+import { createAdminApi } from './admin.js';
+import { sendError, sendJson } from './errors.js';
+
+export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+
+/** A part of the daemon with a lifetime: started after the store opens, stopped in reverse
+ *  order on shutdown (after the server has drained its in-flight requests). */
+export interface Component {
+  name: string;
+  /** Routes it serves, by path prefix (e.g. `/proxy/`). */
+  routes?: Record<string, Handler>;
+  start?(): Promise<void> | void;
+  stop?(): Promise<void> | void;
+}
+
+export interface DaemonContext {
+  config: Readonly<Config>;
+  logger: Logger;
+  store: Store;
+}
+
+export interface Daemon {
+  url: string;
+  store: Store;
+  /** Stops accepting, drains in-flight calls, stops components, closes the store. */
+  close(): Promise<void>;
+}
+
+/** Components of the daemon, in start order. Each feature adds its own here. */
+export type ComponentFactory = (ctx: DaemonContext) => Component | Promise<Component>;
+
+export async function startDaemon(
+  config: Readonly<Config>,
+  logger: Logger,
+  factories: ComponentFactory[] = [],
+): Promise<Daemon> {
+  const store = await openStore(config);
+  const ctx: DaemonContext = { config, logger, store };
+  const components: Component[] = [];
+  const routes: [string, Handler][] = [];
+  try {
+    for (const factory of factories) {
+      const component = await factory(ctx);
+      await component.start?.();
+      components.push(component);
+      for (const [prefix, handler] of Object.entries(component.routes ?? {})) routes.push([prefix, handler]);
+    }
+  } catch (err) {
+    for (const c of components.reverse()) await c.stop?.();
+    await store.close();
+    throw err;
+  }
+  const admin = store.kind === 'embedded' && store.setAdmin ? createAdminApi(store) : undefined;
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? '/';
+    if (url === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (url === '/readyz') {
+      const ok = await store.ping();
+      return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'store unreachable', store: store.kind });
+    }
+    if (admin && url.startsWith('/admin/')) return admin.handle(req, res);
+    for (const [prefix, handler] of routes) if (url.startsWith(prefix)) return handler(req, res);
+    sendError(res, 404, 'not_found', `no route for ${req.method} ${url.split('?')[0]}`);
+  };
+
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    Promise.resolve(handle(req, res)).catch((err: Error) => {
+      logger.error({ err: { message: err.message, stack: err.stack } }, 'request failed');
+      sendError(res, 500, 'internal_error', 'internal error in meter');
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  if (admin) store.setAdmin!(url, admin.token);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    store,
+    close() {
+      closing ??= (async () => {
+        // Stop accepting; idle keep-alive sockets go now, in-flight calls finish first.
+        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        await drained;
+        for (const c of components.reverse()) {
+          try {
+            await c.stop?.();
+          } catch (err) {
+            logger.error({ err: { message: (err as Error).message } }, `stopping ${c.name} failed`);
+          }
+        }
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,25 @@
+/** The store's seam: both back-ends speak PostgreSQL SQL, so every repository above this
+ *  interface is written once. TimescaleDB is a third implementation of the same seam. */
+export type StoreKind = 'postgres' | 'embedded' | 'timescale';
+
+export interface Queryable {
+  /** One statement with $1… parameters; returns its rows. */
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: StoreKind;
+  /** A multi-statement script without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+  /** Runs fn inside BEGIN/COMMIT on one connection; ROLLBACK when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs fn while holding a session-level advisory lock on one connection. */
+  withAdvisoryLock<T>(key: string, fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>): Promise<T>;
+  /** true when the database answers. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** Types are read as strings where JS numbers would lose precision or shift dates:
+ *  NUMERIC (money), INT8 (counters) and DATE (UTC calendar days). */
+export const TEXT_PARSED_OIDS = { int8: 20, numeric: 1700, date: 1082 } as const;

@@ -1,0 +1,53 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../../src/paths.js';
+
+export interface RunningDaemon {
+  url: string;
+  child: ChildProcess;
+  stderr: () => string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Builds dist/ once if it is missing, so the built binary is what tests run. */
+export async function ensureBuilt(): Promise<void> {
+  if (existsSync(join(packageRoot, 'dist/cli/main.js'))) return;
+  await new Promise<void>((resolve, reject) => {
+    const p = spawn('npm', ['run', 'build'], { cwd: packageRoot, stdio: 'inherit' });
+    p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`npm run build exited ${code}`))));
+  });
+}
+
+/** Spawns a command that starts the daemon and waits for its `meter listening on URL` line. */
+export function spawnDaemon(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunningDaemon> {
+  const child = spawn(command, args, { cwd: packageRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`daemon did not start in 30 s:\n${out}\n${err}`)), 30_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /meter listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({
+          url: m[1]!,
+          child,
+          stderr: () => err,
+          stop: async (signal = 'SIGTERM') => {
+            child.kill(signal);
+            return exited;
+          },
+        });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`daemon exited with ${code} before listening:\n${out}\n${err}`));
+    });
+  });
+}

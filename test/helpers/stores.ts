@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe } from 'vitest';
+import { openEmbedded } from '../../src/store/embedded.js';
+import { migrate } from '../../src/store/migrate.js';
+import { openPostgres } from '../../src/store/postgres.js';
+import type { Db } from '../../src/store/types.js';
+
+/**
+ * PostgreSQL for tests. CI sets METER_TEST_DATABASE_URL and a missing server fails the run;
+ * locally the default server is tried and, when it is down, PostgreSQL tests are skipped
+ * with a message saying so.
+ */
+const explicit = process.env.METER_TEST_DATABASE_URL;
+const baseUrl = explicit ?? 'postgres://root@127.0.0.1:5432/test';
+
+async function probe(): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return baseUrl;
+  } catch (err) {
+    if (explicit || process.env.CI) {
+      throw new Error(`PostgreSQL at METER_TEST_DATABASE_URL is required and unreachable: ${(err as Error).message}`);
+    }
+    console.warn(`PostgreSQL unreachable at ${baseUrl}: PostgreSQL store tests are SKIPPED (${(err as Error).message})`);
+    return undefined;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export const postgresUrl = await probe();
+
+/** A fresh database for one test file, dropped when the file ends. */
+export async function createTestDatabase(): Promise<string> {
+  if (!postgresUrl) throw new Error('PostgreSQL is not available');
+  const name = `meter_t_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: postgresUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  afterAll(async () => {
+    const c = new pg.Client({ connectionString: postgresUrl });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
+  });
+  const url = new URL(postgresUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** A fresh temporary directory, removed when the file ends. */
+export function tempDir(prefix = 'meter-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface Backend {
+  name: 'postgres' | 'embedded';
+  /** Opens a fresh, migrated store of this back-end for one test file. */
+  open(): Promise<Db>;
+  /** Store configuration for a daemon or CLI process using a fresh store. */
+  config(): Promise<{ databaseUrl?: string; dataDir: string }>;
+}
+
+export const backends: Backend[] = [
+  {
+    name: 'embedded',
+    async open() {
+      const db = await openEmbedded(tempDir());
+      await migrate(db);
+      afterAll(() => db.close());
+      return db;
+    },
+    async config() {
+      return { dataDir: tempDir() };
+    },
+  },
+  {
+    name: 'postgres',
+    async open() {
+      const db = openPostgres(await createTestDatabase());
+      await migrate(db);
+      afterAll(() => db.close());
+      return db;
+    },
+    async config() {
+      return { databaseUrl: await createTestDatabase(), dataDir: tempDir() };
+    },
+  },
+];
+
+/** Runs the same suite against every back-end; PostgreSQL's is skipped (and says so) only
+ *  locally when no server answers. */
+export function describeEachBackend(title: string, suite: (backend: Backend) => void): void {
+  for (const backend of backends) {
+    const skip = backend.name === 'postgres' && !postgresUrl;
+    describe.skipIf(skip)(`${title} [${backend.name}]`, () => suite(backend));
+  }
+}

@@ -1,0 +1,128 @@
+import { writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { openEmbedded } from '../../src/store/embedded.js';
+import { lockPath, readLock, StoreLockedError } from '../../src/store/lockfile.js';
+import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import { openPostgres } from '../../src/store/postgres.js';
+import type { Db } from '../../src/store/types.js';
+import { createTestDatabase, describeEachBackend, postgresUrl, tempDir } from '../helpers/stores.js';
+
+describeEachBackend('store', (backend) => {
+  let db: Db;
+  it('applies every migration once, and a second run is a no-op', async () => {
+    db = await backend.open();
+    const versions = (await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version'))
+      .map((r) => r.version);
+    expect(versions).toEqual(loadMigrations(undefined, db.kind).map((m) => m.version));
+    expect(await migrate(db)).toEqual([]);
+  });
+
+  it('has the schema later features build on, with the default plans', async () => {
+    const tables = (await db.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`,
+    )).map((r) => r.table_name);
+    for (const t of ['accounts', 'api_keys', 'plans', 'usage_events', 'usage_daily', 'usage_tag_daily']) {
+      expect(tables).toContain(t);
+    }
+    const plans = await db.query<{ name: string; monthly_call_quota: number | null; max_active_keys: number }>(
+      'SELECT name, monthly_call_quota, max_active_keys FROM plans ORDER BY name',
+    );
+    expect(plans).toEqual([
+      { name: 'free', monthly_call_quota: 10000, max_active_keys: 2 },
+      { name: 'pro', monthly_call_quota: null, max_active_keys: 25 },
+    ]);
+  });
+
+  it('keeps money exact: NUMERIC(20,8) round-trips as a decimal string, sums included', async () => {
+    await db.exec(`CREATE TABLE IF NOT EXISTS money_t (v numeric(20,8))`);
+    await db.query('INSERT INTO money_t VALUES ($1), ($2), ($3)', ['0.1', '0.2', '123456789012.00000001']);
+    const [row] = await db.query<{ s: string; d: string; n: string }>(
+      `SELECT sum(v) AS s, '2026-11-21'::date AS d, 9007199254740993::int8 AS n FROM money_t`,
+    );
+    expect(row).toEqual({ s: '123456789012.30000001', d: '2026-11-21', n: '9007199254740993' });
+  });
+
+  it('rolls a failed transaction back', async () => {
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO accounts (name) VALUES ('rolled-back')`);
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await db.query(`SELECT 1 FROM accounts WHERE name = 'rolled-back'`)).toEqual([]);
+    const [acct] = await db.transaction((tx) => tx.query<{ plan: string }>(
+      `INSERT INTO accounts (name) VALUES ('kept') RETURNING plan`,
+    ));
+    expect(acct).toEqual({ plan: 'free' });
+  });
+
+  it('answers ping while open and not after close', async () => {
+    expect(await db.ping()).toBe(true);
+  });
+});
+
+describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
+  it('two daemons migrating one database together do not race', async () => {
+    const url = await createTestDatabase();
+    const a = openPostgres(url);
+    const b = openPostgres(url);
+    try {
+      const [ra, rb] = await Promise.all([migrate(a), migrate(b)]);
+      const all = loadMigrations(undefined, 'postgres').map((m) => m.version);
+      // Exactly one of them applied each migration; the other found it done.
+      expect([...ra, ...rb].map((m) => m.version).sort()).toEqual(all);
+      const rows = await a.query<{ n: string }>('SELECT count(*) AS n FROM schema_migrations');
+      expect(Number(rows[0]!.n)).toBe(all.length);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('a failing migration names itself and leaves nothing half-applied', async () => {
+    const url = await createTestDatabase();
+    const db = openPostgres(url);
+    try {
+      const bad = [
+        { version: 1, name: 'ok', sql: 'CREATE TABLE t1 (a int)' },
+        { version: 2, name: 'broken', sql: 'CREATE TABLE t2 (a int); SELECT * FROM missing_table' },
+      ];
+      await expect(migrate(db, bad)).rejects.toThrow(/migration 2_broken failed: .*missing_table/);
+      const tables = await db.query(`SELECT 1 FROM information_schema.tables WHERE table_name = 't2'`);
+      expect(tables).toEqual([]);
+      expect(await db.query('SELECT version FROM schema_migrations')).toEqual([{ version: 1 }]);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('embedded store lock', () => {
+  it('refuses a second live process with a clear message, and frees the lock on close', async () => {
+    const dir = tempDir();
+    const first = await openEmbedded(dir);
+    // This process holds the lock; any other live pid in the file must be refused.
+    writeFileSync(lockPath(dir), JSON.stringify({ pid: process.ppid }));
+    const err = await openEmbedded(dir).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreLockedError);
+    expect((err as Error).message).toMatch(new RegExp(`in use by process ${process.ppid}.*METER_DATA_DIR`));
+    writeFileSync(lockPath(dir), JSON.stringify({ pid: process.pid }));
+    await first.close();
+    expect(readLock(dir)).toBeUndefined();
+  });
+
+  it('takes over a stale lock left by a dead process, and keeps the data', async () => {
+    const dir = tempDir();
+    const a = await openEmbedded(dir);
+    await migrate(a);
+    await a.query(`INSERT INTO accounts (name) VALUES ('survivor')`);
+    await a.close();
+    writeFileSync(lockPath(dir), JSON.stringify({ pid: 2 ** 22 + 12345 })); // no such process
+    const b = await openEmbedded(dir);
+    try {
+      expect(readLock(dir)?.pid).toBe(process.pid);
+      expect(await b.query(`SELECT name FROM accounts`)).toEqual([{ name: 'survivor' }]);
+    } finally {
+      await b.close();
+    }
+  });
+});
