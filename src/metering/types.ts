@@ -1,0 +1,44 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Principal } from '../auth/types.js';
+import type { ProviderSlug } from '../providers/types.js';
+import type { UsageEvent } from './event.js';
+
+/** Where finished usage events go: the durable spool and batch writer. Never blocks. */
+export interface EventSink {
+  push(event: UsageEvent): void;
+}
+
+/** Everything known about a call when it is admitted, before it is forwarded. */
+export interface CallStart {
+  /** The event id, also sent to the client as X-Meter-Request-Id (UUIDv7). */
+  id: string;
+  /** When the call arrived. */
+  time: Date;
+  /** performance.now() at arrival, for latency and time to first byte. */
+  startedAt: number;
+  principal: Principal;
+  provider: ProviderSlug;
+  /** Path after /proxy/{slug}/, without the query string. */
+  path: string;
+  tags: Record<string, string>;
+}
+
+/**
+ * Observes one proxied call off to the side of the bytes the client gets and turns it into one
+ * usage event. The proxy calls these in order; none of them may throw or block.
+ */
+export interface CallMeter {
+  /** The request body as it was forwarded (bounded: undefined when too large or not JSON). */
+  requestBody(body: Buffer | undefined): void;
+  /** The provider's response status and headers (content-type decides JSON, SSE or NDJSON). */
+  responseHead(status: number, headers: IncomingHttpHeaders): void;
+  /** A chunk of the response body, as it was passed to the client. */
+  responseChunk(chunk: Buffer): void;
+  /** The call is over: `completed` false when the client left or the upstream failed midway.
+   *  Builds the event and pushes it to the sink. */
+  end(outcome: { completed: boolean; status?: number }): void;
+}
+
+export interface Metering {
+  begin(call: CallStart): CallMeter;
+}
