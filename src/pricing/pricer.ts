@@ -3,7 +3,7 @@ import {
 } from './catalogue.js';
 import { costString, ZERO_COST } from './cost.js';
 import {
-  PRICES_FILE_ENV, PricesFileError, findOverride, loadOverridesFile, type Overrides,
+  PRICES_FILE_ENV, PricesFileError, findOverride, loadOverridesFile, type ModelOverride, type Overrides,
 } from './overrides.js';
 import { formatPath } from './overrides-schema.js';
 import type { ProviderSlug } from '../providers/types.js';
@@ -35,13 +35,16 @@ export class Pricer {
   readonly priceVersion: string;
   readonly overrides: Overrides | undefined;
   readonly #cache = new Map<string, Resolution | null>();
+  /** Exact override keys that are catalogue model ids: an override for `gpt-4o` also prices
+   *  `gpt-4o-2024-08-06`, the name OpenAI answers with. */
+  readonly #byCatalogueId = new Map<string, ModelOverride>();
 
   constructor(options: PricerOptions = {}) {
     const label = options.label ?? PRICES_FILE_ENV;
     this.overrides = options.overrides
       ?? (options.pricesFile ? loadOverridesFile(options.pricesFile, label) : undefined);
     this.priceVersion = catalogueVersion() + (this.overrides ? `+ovr:${this.overrides.hash}` : '');
-    if (this.overrides) this.#checkCatalogueReferences(this.overrides, label);
+    if (this.overrides) this.#indexCatalogueNames(this.overrides, label);
   }
 
   /** A Pricer for the daemon's environment: METER_PRICES_FILE when set. */
@@ -91,17 +94,24 @@ export class Pricer {
     return { cost: ZERO_COST, unpriced: true, priceVersion };
   }
 
+  /**
+   * Order: an exact override key; an exact key naming the same catalogue model; the longest
+   * prefix key (`name*`); the catalogue, with the provider's discount if any.
+   */
   #resolveUncached(provider: ProviderSlug, name: string): Resolution | null {
     const po = this.overrides?.providers[provider];
-    const o = findOverride(po, name);
+    let o = po?.exact.get(name);
+    const info = o ? undefined : findCatalogueModel(provider, name);
+    if (!o && info) o = this.#byCatalogueId.get(`${provider}\u0000${info.id}`);
+    o ??= findOverride(po, name);
     if (o?.kind === 'prices') {
       const resolved: ResolvedModel = { model: o.model, source: 'override' };
       if (o.discount) resolved.discount = o.discount;
       return { resolved, matchedModel: o.key };
     }
     const target = o?.sameAs ?? name;
-    const info = findCatalogueModel(provider, target);
-    const model = info ? compileCatalogueModel(info) : null;
+    const targetInfo = target === name && info !== undefined ? info : findCatalogueModel(provider, target);
+    const model = targetInfo ? compileCatalogueModel(targetInfo) : null;
     if (!model) return null;
     const resolved: ResolvedModel = { model, source: o ? 'override' : 'catalogue' };
     const discount = o?.discount ?? po?.discount;
@@ -110,15 +120,23 @@ export class Pricer {
     return { resolved, matchedModel: model.id };
   }
 
-  /** same_as targets and discount-only exact names must exist in the catalogue: a typo fails at start. */
-  #checkCatalogueReferences(overrides: Overrides, label: string): void {
+  /**
+   * Indexes exact keys that are catalogue model ids, and checks that same_as
+   * targets and discount-only names exist in the catalogue, so a typo fails at start.
+   */
+  #indexCatalogueNames(overrides: Overrides, label: string): void {
     const problems: { path: string; message: string }[] = [];
     for (const [slug, po] of Object.entries(overrides.providers) as [ProviderSlug, NonNullable<Overrides['providers'][ProviderSlug]>][]) {
+      for (const [name, o] of po.exact) {
+        // Only a key spelled as the catalogue's model id covers its aliases: the catalogue's loose
+        // matching would otherwise let `claude-3-5-sonnet-custom` re-price every claude-3-5-sonnet call.
+        const info = findCatalogueModel(slug, name);
+        if (info && name === info.id.toLowerCase()) this.#byCatalogueId.set(`${slug}\u0000${info.id}`, o);
+      }
       const entries = [...po.exact.values(), ...po.prefixes.map((p) => p.override)];
       for (const o of entries) {
         if (o.kind !== 'catalogue') continue;
-        const isPrefix = o.key.endsWith('*');
-        if (!o.sameAs && isPrefix) continue; // a discount on every catalogue model with this prefix
+        if (!o.sameAs && o.key.endsWith('*')) continue; // a discount on every catalogue model with this prefix
         const target = o.sameAs ?? o.key;
         const info = findCatalogueModel(slug, target);
         if (info && compileCatalogueModel(info)) continue;
