@@ -96,6 +96,7 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Db & { 
       }),
     // The lock file already makes this process the only one; the line makes it the only caller.
     withAdvisoryLock: (_key, fn) => serial(() => fn(direct)),
+    tryAdvisoryLock: (_key, fn) => serial(() => fn(direct)),
     async ping() {
       try {
         await serial(() => direct.query('SELECT 1'));

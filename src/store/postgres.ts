@@ -31,6 +31,22 @@ export function openPostgres(connectionString: string, opts: { max?: number; app
     },
   });
 
+  /** Holds a session-level advisory lock on one pooled connection while fn runs. */
+  async function locked<T>(key: string, wait: boolean, fn: (conn: ReturnType<typeof client>) => Promise<T>) {
+    const c = await pool.connect();
+    try {
+      if (wait) await c.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
+      else if (!(await c.query('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [key])).rows[0]?.ok) return undefined;
+      try {
+        return await fn(client(c));
+      } finally {
+        await c.query('SELECT pg_advisory_unlock(hashtext($1))', [key]).catch(() => {});
+      }
+    } finally {
+      c.release();
+    }
+  }
+
   return {
     kind: 'postgres',
     async query<T>(sql: string, params?: unknown[]) {
@@ -53,19 +69,10 @@ export function openPostgres(connectionString: string, opts: { max?: number; app
         c.release();
       }
     },
-    async withAdvisoryLock(key, fn) {
-      const c = await pool.connect();
-      try {
-        await c.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
-        try {
-          return await fn(client(c));
-        } finally {
-          await c.query('SELECT pg_advisory_unlock(hashtext($1))', [key]).catch(() => {});
-        }
-      } finally {
-        c.release();
-      }
-    },
+    // Waiting for the lock, fn always runs: its result is never the "not acquired" undefined.
+    withAdvisoryLock: async <T>(key: string, fn: (conn: ReturnType<typeof client>) => Promise<T>) =>
+      (await locked(key, true, fn)) as T,
+    tryAdvisoryLock: (key, fn) => locked(key, false, fn),
     async ping() {
       try {
         await pool.query('SELECT 1');

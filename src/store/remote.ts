@@ -23,6 +23,7 @@ export function openRemote(adminUrl: string, token: string): Db {
     },
     transaction: () => Promise.reject(new Error('transactions are not available through the daemon admin API')),
     withAdvisoryLock: () => Promise.reject(new Error('locks are not available through the daemon admin API')),
+    tryAdvisoryLock: () => Promise.reject(new Error('locks are not available through the daemon admin API')),
     async ping() {
       try {
         await call('/admin/query', { sql: 'SELECT 1' });

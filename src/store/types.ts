@@ -15,6 +15,9 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs fn while holding a session-level advisory lock on one connection. */
   withAdvisoryLock<T>(key: string, fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>): Promise<T>;
+  /** Like withAdvisoryLock, but when another session holds the lock it returns undefined at
+   *  once instead of waiting (jobs that one sidecar of a fleet runs at a time). */
+  tryAdvisoryLock<T>(key: string, fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>): Promise<T | undefined>;
   /** true when the database answers. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
