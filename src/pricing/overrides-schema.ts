@@ -182,7 +182,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const seg of path) {
     if (typeof seg === 'number') out += `[${seg}]`;
-    else if (typeof seg === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) out += out ? `.${seg}` : seg;
+    else if (typeof seg === 'string' && /^[A-Za-z_][A-Za-z0-9_-]*$/.test(seg)) out += out ? `.${seg}` : seg;
     else out += `[${JSON.stringify(String(seg))}]`;
   }
   return out || '(top level)';
