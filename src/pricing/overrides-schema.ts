@@ -23,6 +23,11 @@
  *           output_mtok: 15
  *           tiers:                        # above N total input tokens the whole request is re-priced
  *             - { above_input_tokens: 200000, input_mtok: 6, output_mtok: 22.5 }
+ *
+ * Precedence: an exact name; an exact name that is a catalogue model id also covers the names
+ * the catalogue maps to it (gpt-4o covers gpt-4o-2024-08-06); the longest `prefix*`; then the
+ * catalogue with the provider's discount_pct. A model's discount_pct replaces the provider's.
+ * Numbers go through JSON/YAML floats: write prices with more than 15 significant digits as strings.
  */
 import { z } from 'zod';
 import { parseDecimal } from './decimal.js';
