@@ -1,0 +1,44 @@
+import type { Principal } from '../auth/types.js';
+import type { ErrorCode } from '../server/errors.js';
+import type { PlanBook } from './plans.js';
+import { monthBounds, type QuotaTracker } from './quota.js';
+import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
+
+export type Admission =
+  | { ok: true; headers: Record<string, string> }
+  | { ok: false; status: 429; code: ErrorCode; message: string; headers: Record<string, string> };
+
+/**
+ * The plan's in-memory pre-flight checks for one proxied call: the per-key rate limit, then the
+ * account's monthly call quota. No I/O. Every answer carries the RateLimit-* headers.
+ */
+export class Admissions {
+  constructor(
+    private readonly plans: PlanBook,
+    private readonly limiter: RateLimiter,
+    private readonly quota: QuotaTracker,
+  ) {}
+
+  admit(principal: Principal, now = Date.now()): Admission {
+    const plan = this.plans.get(principal.plan);
+    if (!plan) return { ok: true, headers: {} }; // plans not loaded: never fail a call on metering's account
+    const rate = this.limiter.take(principal.keyId, plan.rateLimitPerMinute, now);
+    const headers = rateLimitHeaders(rate);
+    if (!rate.allowed) {
+      return {
+        ok: false, status: 429, code: 'rate_limited',
+        message: `rate limit of ${plan.rateLimitPerMinute} calls a minute per key on the ${plan.name} plan reached; retry in ${rate.resetSeconds} s`,
+        headers: { ...headers, 'retry-after': String(rate.resetSeconds) },
+      };
+    }
+    if (!this.quota.take(principal.accountId, plan.monthlyCallQuota, now)) {
+      const retry = Math.max(1, Math.ceil((monthBounds(now).next - now) / 1000));
+      return {
+        ok: false, status: 429, code: 'quota_exceeded',
+        message: `monthly quota of ${plan.monthlyCallQuota} proxied calls on the ${plan.name} plan is used up until the next month (UTC); upgrade with: meter accounts set-plan ${principal.accountName} pro`,
+        headers: { ...headers, 'retry-after': String(retry) },
+      };
+    }
+    return { ok: true, headers };
+  }
+}

@@ -1,0 +1,65 @@
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Component } from '../server/daemon.js';
+import type { Db } from '../store/types.js';
+import { Admissions } from './admission.js';
+import { PlanBook } from './plans.js';
+import { QuotaTracker } from './quota.js';
+import { RateLimiter } from './rate-limit.js';
+import { runRetention } from './retention.js';
+
+export { Admissions, type Admission } from './admission.js';
+export { PlanBook, type Plan } from './plans.js';
+
+export interface PlansOptions {
+  config: Pick<Config, 'keyRefreshMs' | 'flushIntervalMs'>;
+  logger: Logger;
+  store: Db;
+  /** How often retention runs; default hourly. */
+  retentionIntervalMs?: number;
+}
+
+/**
+ * Plans in the daemon: the in-memory admission checks the proxy runs on every call, kept fresh
+ * by timers (plans every key refresh, fleet call counts every flush interval), and the
+ * retention job.
+ */
+export function createPlans({ config, logger, store, retentionIntervalMs = 3_600_000 }: PlansOptions) {
+  const book = new PlanBook();
+  const limiter = new RateLimiter();
+  const quota = new QuotaTracker();
+  const admissions = new Admissions(book, limiter, quota);
+  const timers: NodeJS.Timeout[] = [];
+  let retention: Promise<unknown> = Promise.resolve();
+
+  const every = (ms: number, task: () => Promise<unknown>, what: string) => {
+    let running = false;
+    const t = setInterval(() => {
+      if (running) return;
+      running = true;
+      task().catch((err: Error) => logger.warn({ err: { message: err.message } }, `${what} failed; will retry`))
+        .finally(() => (running = false));
+    }, ms);
+    t.unref();
+    timers.push(t);
+  };
+
+  const component: Component = {
+    name: 'plans',
+    async start() {
+      await book.refresh(store);
+      await quota.refresh(store);
+      every(config.keyRefreshMs, async () => {
+        await book.refresh(store);
+        limiter.prune();
+      }, 'reading plans');
+      every(config.flushIntervalMs, () => quota.refresh(store), 'reading call counts');
+      every(retentionIntervalMs, () => (retention = runRetention(store, { logger })), 'retention');
+    },
+    async stop() {
+      for (const t of timers) clearInterval(t);
+      await retention.catch(() => {});
+    },
+  };
+  return { admissions, book, component };
+}

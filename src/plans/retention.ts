@@ -1,0 +1,60 @@
+import type { Logger } from '../log.js';
+import type { Db, Queryable } from '../store/types.js';
+import { loadPlans } from './plans.js';
+
+export interface RetentionResult {
+  rawEvents: number;
+  rollupRows: number;
+}
+
+const DAY = 86_400_000;
+
+/**
+ * Deletes raw events past each plan's retention, per plan, in bounded batches so writers are
+ * never blocked for long; rollups are kept for the plan's rollup months, so monthly and
+ * quarterly views outlive raw events. An account whose plan changed less than that plan's
+ * retention ago is left alone: a downgrade never deletes data sooner than the new plan
+ * itself would have. One sidecar of a fleet at a time (advisory lock); the others skip.
+ */
+export async function runRetention(db: Db, opts: { batch?: number; now?: number; logger?: Logger } = {}): Promise<RetentionResult | undefined> {
+  const batch = opts.batch ?? 5_000;
+  const now = opts.now ?? Date.now();
+  return db.tryAdvisoryLock('meter.retention', async (conn) => {
+    const result: RetentionResult = { rawEvents: 0, rollupRows: 0 };
+    for (const plan of (await loadPlans(conn)).values()) {
+      const cutoff = new Date(now - plan.rawRetentionDays * DAY);
+      const ids = (await conn.query<{ id: string }>(
+        'SELECT id FROM accounts WHERE plan = $1 AND plan_changed_at <= $2', [plan.name, cutoff],
+      )).map((r) => r.id);
+      if (ids.length > 0) result.rawEvents += await deleteInBatches(conn, ids, cutoff, batch);
+
+      const d = new Date(now);
+      const rollupCutoff = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - plan.rollupRetentionMonths, 1))
+        .toISOString().slice(0, 10);
+      for (const table of ['usage_daily', 'usage_tag_daily']) {
+        const rows = await conn.query(
+          `DELETE FROM ${table} WHERE day < $1 AND account_id IN (SELECT id FROM accounts WHERE plan = $2) RETURNING 1`,
+          [rollupCutoff, plan.name],
+        );
+        result.rollupRows += rows.length;
+      }
+    }
+    if (result.rawEvents || result.rollupRows) opts.logger?.info(result, 'retention deleted expired data');
+    return result;
+  });
+}
+
+async function deleteInBatches(db: Queryable, accountIds: string[], cutoff: Date, batch: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const rows = await db.query(
+      `DELETE FROM usage_events WHERE (time, event_id) IN (
+         SELECT time, event_id FROM usage_events
+          WHERE account_id = ANY($1::uuid[]) AND time < $2 LIMIT $3)
+       RETURNING 1`,
+      [accountIds, cutoff, batch],
+    );
+    total += rows.length;
+    if (rows.length < batch) return total;
+  }
+}
