@@ -39,9 +39,10 @@ const INPUT_FIELDS = [
   'tools', 'functions',
 ];
 const MESSAGE_LISTS = new Set(['messages', 'contents', 'chat_history']);
-/** Keys whose strings are binary payloads or opaque ids, not text the model reads as tokens. */
+/** Keys whose strings are binary payloads, opaque ids or tags (roles are in the per-message
+ *  framing), not text the model reads as tokens. */
 const SKIP_KEYS = new Set([
-  'data', 'image_url', 'inlineData', 'inline_data', 'fileData', 'file_data', 'source',
+  'role', 'type', 'cache_control', 'media_type', 'mime_type', 'mimeType', 'data', 'image_url', 'inlineData', 'inline_data', 'fileData', 'file_data', 'source',
   'signature', 'thoughtSignature', 'thought_signature', 'encrypted_content', 'id', 'tool_call_id',
 ]);
 

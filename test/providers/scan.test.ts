@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { eachStringField, firstStringField, hasObjectField, TextCollector } from '../../src/providers/scan.js';
+
+describe('JSON scanning without parsing', () => {
+  it('tells a usage object from usage null, with or without spaces', () => {
+    expect(hasObjectField('{"usage":null,"x":1}', 'usage')).toBe(false);
+    expect(hasObjectField('{"usage":{"prompt_tokens":1}}', 'usage')).toBe(true);
+    expect(hasObjectField('{"usage" : {"a":1}}', 'usage')).toBe(true);
+    expect(hasObjectField('{"a":{"usage":null},"b":{"usage":{}}}', 'usage')).toBe(true);
+  });
+
+  it('never matches a key quoted inside a string value', () => {
+    const data = JSON.stringify({ content: 'say "usage":{ and "model":"fake"', model: 'real' });
+    expect(hasObjectField(data, 'usage')).toBe(false);
+    expect(firstStringField(data, 'model')).toBe('real');
+  });
+
+  it('decodes escapes and unicode in string values', () => {
+    const data = JSON.stringify({ a: { content: 'line\n"quoted" \\ tab\t é 😊' }, content: null });
+    const c = new TextCollector();
+    eachStringField(data, 'content', c);
+    expect(c.text()).toBe('line\n"quoted" \\ tab\t é 😊');
+    expect(firstStringField('{"x":"\\u00e9\\\\"}', 'x')).toBe('é\\');
+  });
+
+  it('collects every occurrence and skips non-strings and empty strings', () => {
+    const c = new TextCollector();
+    eachStringField('{"choices":[{"text":"a"},{"text":""},{"text":7},{"text":"b"}]}', 'text', c);
+    expect(c.text()).toBe('ab');
+  });
+
+  it('does not take a longer key for a shorter one', () => {
+    expect(firstStringField('{"reasoning_content":"r","content":"c"}', 'content')).toBe('c');
+    expect(firstStringField('{"reasoning_content":"r"}', 'reasoning')).toBeUndefined();
+  });
+
+  it('bounds the kept text but counts every character', () => {
+    const c = new TextCollector(10);
+    c.add('0123456');
+    c.add('789abcdef');
+    expect(c.text()).toBe('0123456789');
+    expect(c.chars()).toBe(16);
+  });
+});
