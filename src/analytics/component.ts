@@ -1,0 +1,74 @@
+/**
+ * The analytics API (CONTRACT §4) as a daemon component: GET /analytics/{daily,summary,by-tag,
+ * events}, behind the service key and scoped to its account. Checks run in this order:
+ * key (401), route (404), method (405), plan (403), parameters (400).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Authenticator, Principal } from '../auth/types.js';
+import type { Component } from '../server/daemon.js';
+import { sendError, sendJson } from '../server/errors.js';
+import type { Queryable } from '../store/types.js';
+import { budgetSource } from './budget-source.js';
+import { listEvents } from './events-query.js';
+import { toJson, type JsonValue } from './json.js';
+import { byTagParams, dailyParams, eventsParams, parseParams, summaryParams, type ParamResult } from './params.js';
+import { createPlanGate, type Endpoint, type PlanGate } from './plan-gate.js';
+import { byTag, daily, summary } from './rollup-queries.js';
+
+export interface AnalyticsOptions {
+  store: Queryable;
+  authenticator: Authenticator;
+  /** The clock that decides "today" and "this month" (UTC); tests pin it. */
+  now?: () => Date;
+  /** Which endpoints each plan includes; by default read from the plans table (cached). */
+  planGate?: PlanGate;
+}
+
+type Run = (principal: Principal, search: URLSearchParams) => Promise<ParamResult<JsonValue>>;
+
+export function createAnalytics({ store, authenticator, now = () => new Date(), planGate }: AnalyticsOptions): Component {
+  const gate = planGate ?? createPlanGate(store);
+  const budgets = budgetSource(store);
+
+  /** Validates the query string, then runs the endpoint's query for the caller's account. */
+  const withParams = <T>(result: ParamResult<T>, run: (p: T) => Promise<JsonValue>): Promise<ParamResult<JsonValue>> =>
+    result.ok ? run(result.value).then((value) => ({ ok: true, value })) : Promise.resolve(result);
+
+  const endpoints: Record<Endpoint, Run> = {
+    daily: (who, q) => withParams(parseParams(dailyParams, q), (p) => daily(store, who.accountId, now(), p.days)),
+    summary: (who, q) =>
+      withParams(parseParams(summaryParams, q), async () => summary(store, who.accountId, now(), await budgets())),
+    'by-tag': (who, q) =>
+      withParams(parseParams(byTagParams, q), (p) => byTag(store, who.accountId, now(), p.key, p.period)),
+    events: (who, q) => withParams(parseParams(eventsParams, q), (p) => listEvents(store, who.accountId, p)),
+  };
+  const routeList = Object.keys(endpoints).map((e) => `/analytics/${e}`).join(', ');
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const principal = await authenticator.authenticate(req.headers);
+    if (!principal) {
+      return sendError(res, 401, 'invalid_api_key',
+        'a valid service key is required: send Authorization: Bearer mk_… or X-Meter-Key: mk_…');
+    }
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const name = url.pathname.replace(/^\/analytics\//, '').replace(/\/$/, '');
+    const run = Object.hasOwn(endpoints, name) ? endpoints[name as Endpoint] : undefined;
+    if (!run) return sendError(res, 404, 'not_found', `no analytics route ${url.pathname}: try ${routeList}`);
+    if (req.method !== 'GET') {
+      // 405 is not one of the service's error codes (CONTRACT §3); same envelope, own code.
+      return sendJson(res, 405, { error: { type: 'invalid_request_error', code: 'method_not_allowed',
+        message: `${req.method} is not allowed on ${url.pathname}: analytics endpoints answer GET` } }, { allow: 'GET' });
+    }
+    const included = await gate.endpoints(principal.plan);
+    if (!included.has(name)) {
+      const has = included.size ? `it includes ${[...included].map((e) => `/analytics/${e}`).join(', ')}` : 'it includes no analytics';
+      return sendError(res, 403, 'plan_required',
+        `the ${principal.plan} plan does not include ${url.pathname} (${has}); upgrade the account's plan to use it`);
+    }
+    const result = await run(principal, url.searchParams);
+    if (!result.ok) return sendError(res, 400, 'invalid_parameter', result.message);
+    sendJson(res, 200, toJson(result.value), { 'cache-control': 'no-store' });
+  }
+
+  return { name: 'analytics', routes: { '/analytics/': handle } };
+}

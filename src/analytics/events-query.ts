@@ -1,0 +1,91 @@
+/**
+ * /analytics/events: raw usage events, newest first, keyset-paginated on (time, event_id).
+ * A page starts strictly after the previous page's last row, so walking every page while new
+ * events arrive never repeats an event nor skips one that existed when the walk began (new
+ * calls are newer than any cursor; an insert never shifts an offset because there is none).
+ */
+import type { Queryable } from '../store/types.js';
+import { encodeCursor } from './cursor.js';
+import { integer, money, type JsonValue } from './json.js';
+import type { EventsParams } from './params.js';
+
+interface EventRow {
+  event_id: string;
+  time: string;
+  provider: string;
+  model: string;
+  status: number;
+  input_tokens: string;
+  output_tokens: string;
+  cached_input_tokens: string;
+  cache_write_tokens: string;
+  reasoning_tokens: string;
+  cost: string;
+  usage_source: string;
+  latency_ms: number;
+  ttfb_ms: number | null;
+  stream: boolean;
+  tags: Record<string, unknown>;
+  key_id: string;
+  requested_model: string | null;
+  price_version: string;
+}
+
+// Microseconds as stored: the cursor must name the exact row (see cursor.ts).
+const COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time,
+  provider, model, status, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
+  reasoning_tokens, cost::text AS cost, usage_source, latency_ms, ttfb_ms, stream, tags, key_id,
+  requested_model, price_version`;
+
+export async function listEvents(db: Queryable, accountId: string, p: EventsParams): Promise<JsonValue> {
+  const params: unknown[] = [];
+  const arg = (v: unknown) => `$${params.push(v)}`;
+  const where = [`account_id = ${arg(accountId)}`];
+  if (p.provider) where.push(`provider = ${arg(p.provider)}`);
+  if (p.model) where.push(`model = ${arg(p.model)}`);
+  if (p.tag) where.push(`tags @> ${arg(JSON.stringify({ [p.tag.key]: p.tag.value }))}::jsonb`);
+  if (p.from) where.push(`time >= ${arg(p.from)}::timestamptz`);
+  if (p.to) where.push(`time < ${arg(p.to)}::timestamptz`);
+  if (p.cursor) where.push(`(time, event_id) < (${arg(p.cursor.time)}::timestamptz, ${arg(p.cursor.eventId)}::uuid)`);
+  // One row more than asked tells whether another page exists.
+  const sql = `SELECT ${COLUMNS} FROM usage_events WHERE ${where.join(' AND ')}
+    ORDER BY time DESC, event_id DESC LIMIT ${arg(p.limit + 1)}`;
+  const rows = await db.query<EventRow>(sql, params);
+  const page = rows.slice(0, p.limit);
+  const last = page[page.length - 1];
+  const more = rows.length > p.limit && last !== undefined;
+  return {
+    events: page.map(toEvent),
+    next_cursor: more ? encodeCursor({ time: last.time, eventId: last.event_id }) : null,
+  };
+}
+
+/** `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */
+const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');
+
+/** Exactly the fields of CONTRACT §4, tags limited to the string pairs the caller sent. */
+function toEvent(r: EventRow): JsonValue {
+  const tags: Record<string, string> = {};
+  for (const [k, v] of Object.entries(r.tags ?? {})) if (typeof v === 'string') tags[k] = v;
+  return {
+    id: r.event_id,
+    time: isoTime(r.time),
+    provider: r.provider,
+    model: r.model,
+    status: r.status,
+    input_tokens: integer(r.input_tokens),
+    output_tokens: integer(r.output_tokens),
+    cached_input_tokens: integer(r.cached_input_tokens),
+    cache_write_tokens: integer(r.cache_write_tokens),
+    reasoning_tokens: integer(r.reasoning_tokens),
+    cost: money(r.cost),
+    usage_source: r.usage_source,
+    latency_ms: r.latency_ms,
+    ttfb_ms: r.ttfb_ms,
+    stream: r.stream,
+    tags,
+    key_id: r.key_id,
+    requested_model: r.requested_model,
+    price_version: r.price_version,
+  };
+}

@@ -1,0 +1,1 @@
+export { createAnalytics, type AnalyticsOptions } from './component.js';
