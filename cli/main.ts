@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { registerMigrate } from './commands/migrate.js';
+import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
 
 const program = new Command('meter')
@@ -11,6 +12,7 @@ const program = new Command('meter')
 
 registerStart(program);
 registerMigrate(program);
+registerPricing(program);
 
 try {
   await program.parseAsync(process.argv);
