@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
+import { registerAccounts } from './commands/accounts.js';
+import { registerKeys } from './commands/keys.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
@@ -13,6 +15,8 @@ const program = new Command('meter')
 registerStart(program);
 registerMigrate(program);
 registerPricing(program);
+registerAccounts(program);
+registerKeys(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,76 @@
+import type { Queryable } from '../store/types.js';
+
+/** A user error in account or key administration: the CLI prints its message as is. */
+export class AdminError extends Error {
+  override name = 'AdminError';
+}
+
+export interface Account {
+  name: string;
+  plan: string;
+  created_at: string;
+  active_keys: number;
+}
+
+/** The same rule as the accounts.name CHECK constraint, checked first for a clear message. */
+const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/** Timestamps arrive as Date (pg, PGlite) or ISO strings (the daemon's admin API). */
+export function isoTime(value: unknown): string {
+  return (value instanceof Date ? value : new Date(String(value))).toISOString();
+}
+
+export async function planNames(db: Queryable): Promise<string[]> {
+  const rows = await db.query<{ name: string }>('SELECT name FROM plans ORDER BY name');
+  return rows.map((r) => r.name);
+}
+
+async function unknownPlan(db: Queryable, plan: string): Promise<AdminError> {
+  return new AdminError(`unknown plan ${JSON.stringify(plan)}: expected one of ${(await planNames(db)).join(', ')}`);
+}
+
+export function unknownAccount(name: string): AdminError {
+  return new AdminError(`unknown account ${JSON.stringify(name)} (see: meter accounts list)`);
+}
+
+export async function createAccount(db: Queryable, name: string, plan = 'free'): Promise<Account> {
+  if (!ACCOUNT_NAME.test(name)) {
+    throw new AdminError(
+      `invalid account name ${JSON.stringify(name)}: 1-64 characters A-Z a-z 0-9 _ . -, starting with a letter or digit`,
+    );
+  }
+  // One statement (it may run through a daemon's admin API): an unknown plan or a taken name
+  // inserts nothing, and a second look says which.
+  const rows = await db.query<{ name: string; plan: string; created_at: unknown }>(
+    `INSERT INTO accounts (name, plan) SELECT $1, p.name FROM plans p WHERE p.name = $2
+     ON CONFLICT (name) DO NOTHING RETURNING name, plan, created_at`,
+    [name, plan],
+  );
+  const row = rows[0];
+  if (row) return { name: row.name, plan: row.plan, created_at: isoTime(row.created_at), active_keys: 0 };
+  if (!(await planNames(db)).includes(plan)) throw await unknownPlan(db, plan);
+  throw new AdminError(`account ${JSON.stringify(name)} already exists`);
+}
+
+export async function listAccounts(db: Queryable): Promise<Account[]> {
+  const rows = await db.query<{ name: string; plan: string; created_at: unknown; active_keys: string | number }>(
+    `SELECT a.name, a.plan, a.created_at,
+            count(k.id) FILTER (WHERE k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) AS active_keys
+     FROM accounts a LEFT JOIN api_keys k ON k.account_id = a.id
+     GROUP BY a.id ORDER BY a.name`,
+  );
+  return rows.map((r) => ({ name: r.name, plan: r.plan, created_at: isoTime(r.created_at), active_keys: Number(r.active_keys) }));
+}
+
+export async function setAccountPlan(db: Queryable, name: string, plan: string): Promise<{ name: string; plan: string; previous: string }> {
+  const rows = await db.query<{ name: string; plan: string; previous: string }>(
+    `UPDATE accounts a SET plan = p.name, updated_at = now()
+     FROM plans p, (SELECT id, plan FROM accounts WHERE name = $1) old
+     WHERE a.id = old.id AND p.name = $2
+     RETURNING a.name, a.plan, old.plan AS previous`,
+    [name, plan],
+  );
+  if (rows[0]) return rows[0];
+  if (!(await planNames(db)).includes(plan)) throw await unknownPlan(db, plan);
+  throw unknownAccount(name);
+}

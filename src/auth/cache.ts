@@ -1,0 +1,192 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from '../log.js';
+import type { Queryable } from '../store/types.js';
+import { parseServiceKey, secretMatches, serviceKeyFromHeaders } from './key-format.js';
+import type { Authenticator, Principal } from './types.js';
+
+interface KeyRecord {
+  hash: Buffer;
+  /** false once revoked; an expiring key works until `expiresAt`. */
+  revoked: boolean;
+  expiresAt: number;
+  principal: Principal;
+}
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  account_name: string;
+  plan: string;
+  secret_hash: string;
+  revoked: boolean;
+  expires_at: unknown;
+  changed_at: unknown;
+}
+
+export interface KeyCacheOptions {
+  /** How often changed keys and accounts are re-read (config.keyRefreshMs). */
+  refreshMs: number;
+  logger?: Pick<Logger, 'warn'>;
+  /** How long an id the store does not know is answered from memory. */
+  negativeTtlMs?: number;
+  /** Store lookups for unknown ids in flight at once; more are refused (401) meanwhile. */
+  maxMissLookups?: number;
+}
+
+const SELECT_KEYS = `
+  SELECT k.id, k.account_id::text AS account_id, a.name AS account_name, a.plan,
+         encode(k.secret_hash, 'hex') AS secret_hash, k.revoked_at IS NOT NULL AS revoked,
+         k.expires_at, GREATEST(k.updated_at, a.updated_at) AS changed_at
+  FROM api_keys k JOIN accounts a ON a.id = k.account_id`;
+/** Changes committed late (a transaction that began before the last refresh) are still seen. */
+const OVERLAP = `interval '30 seconds'`;
+const MAX_NEGATIVE = 10_000;
+
+/**
+ * Service keys in memory: the hot path never waits on the store for a known key. Changed keys
+ * and accounts are re-read every `refreshMs` by `updated_at` (a revocation reaches every
+ * sidecar within one refresh); an id not in memory is looked up once (a new key works at once),
+ * and ids the store does not know are remembered for a while so a flood of bad keys costs
+ * the store almost nothing.
+ */
+export class KeyCache implements Authenticator {
+  private readonly keys = new Map<string, KeyRecord>();
+  private readonly unknown = new Map<string, number>();
+  private readonly inFlight = new Map<string, Promise<KeyRecord | undefined>>();
+  private watermark: unknown;
+  private timer: NodeJS.Timeout | undefined;
+  private refreshing: Promise<void> | undefined;
+  private readonly negativeTtlMs: number;
+  private readonly maxMissLookups: number;
+
+  constructor(private readonly db: Queryable, private readonly opts: KeyCacheOptions) {
+    this.negativeTtlMs = opts.negativeTtlMs ?? 10_000;
+    this.maxMissLookups = opts.maxMissLookups ?? 4;
+  }
+
+  /** Loads every working key, then refreshes on a timer. */
+  async start(): Promise<void> {
+    const [now] = await this.db.query<{ t: unknown }>('SELECT now() AS t');
+    const rows = await this.db.query<KeyRow>(
+      `${SELECT_KEYS} WHERE k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`,
+    );
+    for (const row of rows) this.put(row);
+    this.watermark = now!.t;
+    this.timer = setInterval(() => void this.refresh(), this.opts.refreshMs);
+    this.timer.unref();
+  }
+
+  stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    return this.refreshing ?? Promise.resolve();
+  }
+
+  /** Re-reads keys and accounts changed since the last refresh. Never throws. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.readChanges().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private async readChanges(): Promise<void> {
+    try {
+      const rows = await this.db.query<KeyRow>(
+        `${SELECT_KEYS} WHERE k.updated_at > $1::timestamptz - ${OVERLAP} OR a.updated_at > $1::timestamptz - ${OVERLAP}`,
+        [this.watermark],
+      );
+      for (const row of rows) {
+        this.put(row);
+        if (new Date(row.changed_at as string).getTime() > new Date(this.watermark as string).getTime()) this.watermark = row.changed_at;
+      }
+    } catch (err) {
+      // Keys keep working from memory while the store is away; revocations wait for it.
+      this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'service keys: refresh failed');
+    }
+  }
+
+  private put(row: KeyRow): KeyRecord {
+    const expires = row.expires_at === null ? Infinity : new Date(row.expires_at as string).getTime();
+    const record: KeyRecord = {
+      hash: Buffer.from(row.secret_hash, 'hex'),
+      revoked: row.revoked,
+      expiresAt: expires,
+      principal: Object.freeze({ keyId: row.id, accountId: row.account_id, accountName: row.account_name, plan: row.plan }),
+    };
+    this.keys.set(row.id, record);
+    this.unknown.delete(row.id);
+    return record;
+  }
+
+  authenticate(headers: IncomingHttpHeaders): Principal | undefined | Promise<Principal | undefined> {
+    const found = serviceKeyFromHeaders(headers);
+    return found ? this.authenticateToken(found.token) : undefined;
+  }
+
+  /** Synchronous for every key in memory; a Promise only when the store must be asked. */
+  authenticateToken(token: string): Principal | undefined | Promise<Principal | undefined> {
+    const parts = parseServiceKey(token);
+    if (!parts) return undefined;
+    const record = this.keys.get(parts.id);
+    if (record) return verify(record, parts.secret);
+    const until = this.unknown.get(parts.id);
+    if (until !== undefined) {
+      if (until > Date.now()) return undefined;
+      this.unknown.delete(parts.id);
+    }
+    return this.lookup(parts.id).then((r) => (r ? verify(r, parts.secret) : undefined));
+  }
+
+  private lookup(id: string): Promise<KeyRecord | undefined> {
+    const pending = this.inFlight.get(id);
+    if (pending) return pending;
+    if (this.inFlight.size >= this.maxMissLookups) return Promise.resolve(undefined);
+    const p = this.db
+      .query<KeyRow>(`${SELECT_KEYS} WHERE k.id = $1`, [id])
+      .then((rows) => {
+        if (rows[0]) return this.put(rows[0]);
+        if (this.unknown.size >= MAX_NEGATIVE) this.unknown.clear();
+        this.unknown.set(id, Date.now() + this.negativeTtlMs);
+        return undefined;
+      })
+      .catch((err: Error) => {
+        this.opts.logger?.warn({ err: { message: err.message } }, 'service keys: lookup failed');
+        return undefined;
+      })
+      .finally(() => this.inFlight.delete(id));
+    this.inFlight.set(id, p);
+    return p;
+  }
+}
+
+function verify(record: KeyRecord, secret: string): Principal | undefined {
+  if (record.revoked || record.expiresAt <= Date.now()) return undefined;
+  return secretMatches(secret, record.hash) ? record.principal : undefined;
+}
+
+const shared = new WeakMap<Queryable, { cache: KeyCache; users: number; started: Promise<void> }>();
+
+/** One cache per store for the whole daemon (proxy and analytics authenticate alike).
+ *  Started by its first user; `release` stops it after the last. */
+export async function acquireKeyCache(db: Queryable, opts: KeyCacheOptions): Promise<KeyCache> {
+  let entry = shared.get(db);
+  if (!entry) {
+    const cache = new KeyCache(db, opts);
+    entry = { cache, users: 0, started: cache.start() };
+    shared.set(db, entry);
+  }
+  entry.users++;
+  try {
+    await entry.started;
+  } catch (err) {
+    shared.delete(db);
+    throw err;
+  }
+  return entry.cache;
+}
+
+export async function releaseKeyCache(db: Queryable): Promise<void> {
+  const entry = shared.get(db);
+  if (!entry || --entry.users > 0) return;
+  shared.delete(db);
+  await entry.cache.stop();
+}

@@ -1,0 +1,144 @@
+import type { Queryable } from '../store/types.js';
+import { AdminError, isoTime, unknownAccount } from './accounts.js';
+import { generateServiceKey, hashSecret } from './key-format.js';
+
+export type KeyStatus = 'active' | 'rotating' | 'expired' | 'revoked';
+
+/** A key as listed: never its secret nor its hash. */
+export interface KeyInfo {
+  id: string;
+  account: string;
+  name: string | null;
+  status: KeyStatus;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A new key: the only time the full key is seen. */
+export interface CreatedKey {
+  id: string;
+  key: string;
+  account: string;
+  name: string | null;
+  created_at: string;
+}
+
+const MAX_LABEL = 128;
+/** Counts as one of the account's keys while it still works (a rotated key in its grace too). */
+const WORKS = `k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`;
+
+export async function createKey(db: Queryable, account: string, name?: string): Promise<CreatedKey> {
+  if (name !== undefined && (name.length === 0 || name.length > MAX_LABEL)) {
+    throw new AdminError(`invalid key name: 1-${MAX_LABEL} characters`);
+  }
+  const { id, secret, key } = generateServiceKey();
+  // One statement (it may run through a daemon's admin API); the plan's key limit is part of
+  // its WHERE clause, so an account at its limit inserts nothing.
+  const rows = await db.query<{ id: string; name: string | null; created_at: unknown }>(
+    `INSERT INTO api_keys (id, account_id, name, secret_hash)
+     SELECT $1, a.id, $3, decode($4, 'hex')
+     FROM accounts a JOIN plans p ON p.name = a.plan
+     WHERE a.name = $2
+       AND (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND ${WORKS}) < p.max_active_keys
+     RETURNING id, name, created_at`,
+    [id, account, name ?? null, hashSecret(secret).toString('hex')],
+  );
+  const row = rows[0];
+  if (row) return { id: row.id, key, account, name: row.name, created_at: isoTime(row.created_at) };
+  const [limit] = await db.query<{ plan: string; max_active_keys: number }>(
+    `SELECT p.name AS plan, p.max_active_keys FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.name = $1`,
+    [account],
+  );
+  if (!limit) throw unknownAccount(account);
+  throw new AdminError(
+    `account ${JSON.stringify(account)} already has ${limit.max_active_keys} active keys, the limit of the ${limit.plan} plan: ` +
+      `revoke one (meter keys revoke <id>) or change the plan (meter accounts set-plan ${account} <plan>)`,
+  );
+}
+
+export async function listKeys(db: Queryable, account?: string): Promise<KeyInfo[]> {
+  const rows = await db.query<{
+    id: string; account: string; name: string | null; status: KeyStatus;
+    created_at: unknown; expires_at: unknown; revoked_at: unknown;
+  }>(
+    `SELECT k.id, a.name AS account, k.name, k.created_at, k.expires_at, k.revoked_at,
+            CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked'
+                 WHEN k.expires_at IS NOT NULL AND k.expires_at <= now() THEN 'expired'
+                 WHEN k.expires_at IS NOT NULL THEN 'rotating'
+                 ELSE 'active' END AS status
+     FROM api_keys k JOIN accounts a ON a.id = k.account_id
+     WHERE $1::text IS NULL OR a.name = $1
+     ORDER BY a.name, k.created_at, k.id`,
+    [account ?? null],
+  );
+  if (rows.length === 0 && account !== undefined) {
+    const known = await db.query('SELECT 1 FROM accounts WHERE name = $1', [account]);
+    if (known.length === 0) throw unknownAccount(account);
+  }
+  return rows.map((r) => ({
+    id: r.id,
+    account: r.account,
+    name: r.name,
+    status: r.status,
+    created_at: isoTime(r.created_at),
+    expires_at: r.expires_at === null ? null : isoTime(r.expires_at),
+    revoked_at: r.revoked_at === null ? null : isoTime(r.revoked_at),
+  }));
+}
+
+function unknownKey(id: string): AdminError {
+  return new AdminError(`unknown key ${JSON.stringify(id)} (see: meter keys list)`);
+}
+
+/** Revokes at once (every sidecar drops it at its next refresh). Revoking twice is a no-op. */
+export async function revokeKey(db: Queryable, id: string): Promise<{ id: string; revoked_at: string }> {
+  const rows = await db.query<{ id: string; revoked_at: unknown }>(
+    `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()), updated_at = now()
+     WHERE id = $1 RETURNING id, revoked_at`,
+    [id],
+  );
+  if (!rows[0]) throw unknownKey(id);
+  return { id: rows[0].id, revoked_at: isoTime(rows[0].revoked_at) };
+}
+
+export interface RotatedKey extends CreatedKey {
+  /** The old key's id and when it stops working. */
+  replaces: string;
+  old_expires_at: string;
+}
+
+/** A new key for the same account and name; the old one keeps working for `graceSeconds`
+ *  (never longer than it already would). Not subject to the plan's key limit: it replaces. */
+export async function rotateKey(db: Queryable, oldId: string, graceSeconds: number): Promise<RotatedKey> {
+  const { id, secret, key } = generateServiceKey();
+  // One statement: the insert and the old key's end either both happen or neither.
+  const rows = await db.query<{ id: string; name: string | null; created_at: unknown; account: string; old_expires_at: unknown }>(
+    `WITH old AS (
+       SELECT k.id, k.account_id, k.name FROM api_keys k WHERE k.id = $1 AND ${WORKS} FOR UPDATE
+     ), fresh AS (
+       INSERT INTO api_keys (id, account_id, name, secret_hash)
+       SELECT $2, old.account_id, old.name, decode($3, 'hex') FROM old
+       RETURNING id, account_id, name, created_at
+     ), ended AS (
+       UPDATE api_keys k
+       SET expires_at = LEAST(COALESCE(k.expires_at, 'infinity'), now() + $4::integer * interval '1 second'),
+           rotated_to = fresh.id, updated_at = now()
+       FROM fresh WHERE k.id = $1
+       RETURNING k.expires_at
+     )
+     SELECT fresh.id, fresh.name, fresh.created_at, a.name AS account, ended.expires_at AS old_expires_at
+     FROM fresh JOIN accounts a ON a.id = fresh.account_id CROSS JOIN ended`,
+    [oldId, id, hashSecret(secret).toString('hex'), graceSeconds],
+  );
+  const row = rows[0];
+  if (row) {
+    return {
+      id: row.id, key, account: row.account, name: row.name, created_at: isoTime(row.created_at),
+      replaces: oldId, old_expires_at: isoTime(row.old_expires_at),
+    };
+  }
+  const [old] = await db.query('SELECT 1 FROM api_keys WHERE id = $1', [oldId]);
+  if (!old) throw unknownKey(oldId);
+  throw new AdminError(`key ${JSON.stringify(oldId)} is revoked or expired: create a new one (meter keys create --account <name>)`);
+}
