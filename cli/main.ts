@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
-import { registerAccounts } from './commands/accounts.js';
-import { registerKeys } from './commands/keys.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
 
@@ -15,8 +14,7 @@ const program = new Command('meter')
 registerStart(program);
 registerMigrate(program);
 registerPricing(program);
-registerAccounts(program);
-registerKeys(program);
+registerPlans(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -26,7 +26,7 @@ interface PlanRow {
 }
 
 export async function loadPlans(db: Queryable): Promise<Map<string, Plan>> {
-  const rows = await db.query<PlanRow>('SELECT * FROM plans');
+  const rows = await db.query<PlanRow>('SELECT * FROM plans ORDER BY name');
   return new Map(rows.map((r) => [r.name, {
     name: r.name,
     monthlyCallQuota: r.monthly_call_quota,

@@ -1,0 +1,91 @@
+import type { Command } from 'commander';
+import { loadPlans, type Plan } from '../../src/plans/plans.js';
+import { CliError, printJson, printTable, withStore } from '../context.js';
+
+const ANALYTICS = ['summary', 'daily', 'by-tag', 'events'];
+
+const positive = (flag: string) => (v: string) => {
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 2_000_000_000) throw new CliError(`${flag} "${v}": expected a whole number from 1 to 2000000000`);
+  return Number(v);
+};
+
+/** `--set` values for one plan column, validated before anything is written. */
+interface PlanEdits {
+  monthlyCalls?: number | 'unlimited';
+  maxKeys?: number;
+  retentionDays?: number;
+  rollupMonths?: number;
+  rateLimit?: number;
+  analytics?: string[];
+  hardCap?: boolean;
+}
+
+function toRow(p: Plan) {
+  return {
+    name: p.name,
+    monthly_calls: p.monthlyCallQuota ?? 'unlimited',
+    max_keys: p.maxActiveKeys,
+    retention_days: p.rawRetentionDays,
+    rollup_months: p.rollupRetentionMonths,
+    rate_limit_per_min: p.rateLimitPerMinute,
+    analytics: p.analytics.join(','),
+    hard_cap: p.hardCap,
+  };
+}
+
+export function registerPlans(program: Command): void {
+  const plans = program.command('plans').description('plan limits (Free and Pro): list and change them');
+  plans
+    .command('list')
+    .description('print every plan and its limits')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      await withStore(async (store) => {
+        const rows = [...(await loadPlans(store)).values()].map(toRow);
+        if (opts.json) printJson(rows);
+        else printTable(rows, ['name', 'monthly_calls', 'max_keys', 'retention_days', 'rollup_months', 'rate_limit_per_min', 'analytics', 'hard_cap']);
+      });
+    });
+  plans
+    .command('set <plan>')
+    .description('change a plan\'s limits; every sidecar applies them within seconds')
+    .option('--monthly-calls <n>', 'proxied calls a month, or "unlimited"', (v: string) => (v === 'unlimited' ? v : positive('--monthly-calls')(v)))
+    .option('--max-keys <n>', 'active service keys per account', positive('--max-keys'))
+    .option('--retention-days <n>', 'days raw events are kept', positive('--retention-days'))
+    .option('--rollup-months <n>', 'months daily rollups are kept', positive('--rollup-months'))
+    .option('--rate-limit <n>', 'calls a minute per key', positive('--rate-limit'))
+    .option('--analytics <list>', `analytics endpoints included, comma-separated: ${ANALYTICS.join(',')}`, (v: string) => {
+      const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+      const bad = list.filter((s) => !ANALYTICS.includes(s));
+      if (bad.length) throw new CliError(`--analytics: unknown endpoint ${bad.join(', ')}; allowed: ${ANALYTICS.join(', ')}`);
+      return list;
+    })
+    .option('--hard-cap <yes|no>', 'whether accounts on the plan may set a hard spending cap', (v: string) => {
+      if (v !== 'yes' && v !== 'no') throw new CliError(`--hard-cap "${v}": expected yes or no`);
+      return v === 'yes';
+    })
+    .action(async (name: string, edits: PlanEdits) => {
+      const sets: string[] = [];
+      const params: unknown[] = [name];
+      const set = (column: string, value: unknown) => {
+        params.push(value);
+        sets.push(`${column} = $${params.length}`);
+      };
+      if (edits.monthlyCalls !== undefined) set('monthly_call_quota', edits.monthlyCalls === 'unlimited' ? null : edits.monthlyCalls);
+      if (edits.maxKeys !== undefined) set('max_active_keys', edits.maxKeys);
+      if (edits.retentionDays !== undefined) set('raw_retention_days', edits.retentionDays);
+      if (edits.rollupMonths !== undefined) set('rollup_retention_months', edits.rollupMonths);
+      if (edits.rateLimit !== undefined) set('rate_limit_per_minute', edits.rateLimit);
+      if (edits.analytics !== undefined) set('analytics', edits.analytics);
+      if (edits.hardCap !== undefined) set('hard_cap', edits.hardCap);
+      if (sets.length === 0) throw new CliError('nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --analytics, --hard-cap');
+      await withStore(async (store) => {
+        const rows = await store.query(`UPDATE plans SET ${sets.join(', ')}, updated_at = now() WHERE name = $1 RETURNING name`, params);
+        if (rows.length === 0) {
+          const known = [...(await loadPlans(store)).keys()].join(', ');
+          throw new CliError(`unknown plan "${name}": expected one of ${known}`);
+        }
+        process.stdout.write(`plan ${name} updated\n`);
+      });
+    });
+}
