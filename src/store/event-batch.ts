@@ -1,0 +1,125 @@
+import type { UsageEvent } from '../metering/event.js';
+import type { Queryable, StoreKind } from './types.js';
+
+/**
+ * One batch of usage events = ONE statement: the events go in through unnest() of column
+ * arrays, `ON CONFLICT DO NOTHING` skips ids already written, and only the rows it RETURNs feed
+ * the rollup upserts (CTEs), so a retried or replayed batch changes nothing. Rollup rows are
+ * upserted in key order, daily before tags, so concurrent writers lock rows in the same order
+ * and cannot deadlock. Money is summed as NUMERIC by the database, never in JS.
+ */
+
+/** Distinct values of one tag key rolled up per account and day; more go to the overflow row. */
+export const TAG_VALUES_PER_KEY_DAY = 1000;
+/** The overflow row's tag_value: '' can never be a real value (values are 1–256 characters). */
+export const TAG_OVERFLOW_VALUE = '';
+
+const COLUMNS: [name: string, type: string][] = [
+  ['time', 'timestamptz'], ['event_id', 'uuid'], ['account_id', 'uuid'], ['key_id', 'text'],
+  ['provider', 'text'], ['model', 'text'], ['requested_model', 'text'], ['status', 'smallint'],
+  ['input_tokens', 'int8'], ['output_tokens', 'int8'], ['cached_input_tokens', 'int8'],
+  ['cache_write_tokens', 'int8'], ['reasoning_tokens', 'int8'], ['cost', 'numeric'],
+  ['unpriced', 'bool'], ['price_version', 'text'], ['usage_source', 'text'], ['latency_ms', 'float8'],
+  ['ttfb_ms', 'float8'], ['stream', 'bool'], ['tags', 'jsonb'], ['provider_cost_ticks', 'int8'],
+];
+const names = COLUMNS.map(([n]) => n).join(', ');
+
+const INPUT = `input AS (
+  SELECT * FROM unnest(${COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ')}) AS t(${names})
+)`;
+
+const INSERT_EVENTS = `ins AS (
+  INSERT INTO usage_events (${names})
+  SELECT ${names} FROM input ORDER BY time, event_id
+  ON CONFLICT (time, event_id) DO NOTHING
+  RETURNING account_id, (time AT TIME ZONE 'UTC')::date AS day, provider, model, cost, input_tokens,
+    output_tokens, cached_input_tokens, cache_write_tokens, reasoning_tokens, tags
+)`;
+
+const TOKEN_COLUMNS = ['input_tokens', 'output_tokens', 'cached_input_tokens', 'cache_write_tokens', 'reasoning_tokens'];
+
+const UPSERT_DAILY = `daily AS (
+  INSERT INTO usage_daily AS d (account_id, day, provider, model, spend, requests, ${TOKEN_COLUMNS.join(', ')})
+  SELECT account_id, day, provider, model, sum(cost), count(*), ${TOKEN_COLUMNS.map((c) => `sum(${c})`).join(', ')}
+  FROM ins GROUP BY account_id, day, provider, model
+  ORDER BY account_id, day, provider, model
+  ON CONFLICT (account_id, day, provider, model) DO UPDATE SET
+    spend = d.spend + EXCLUDED.spend, requests = d.requests + EXCLUDED.requests,
+    ${TOKEN_COLUMNS.map((c) => `${c} = d.${c} + EXCLUDED.${c}`).join(', ')}
+  RETURNING 1
+)`;
+
+// A value already rolled up that day keeps its row; a new one gets a row while the key has
+// fewer than the cap (rows already there + its rank among this batch's new values), else it
+// is added to the overflow row. Totals per key stay exact either way.
+const UPSERT_TAGS = `tag_groups AS (
+  SELECT i.account_id, i.day, t.key AS tag_key, t.value AS tag_value, sum(i.cost) AS spend, count(*) AS requests
+  FROM ins i CROSS JOIN LATERAL jsonb_each_text(i.tags) AS t(key, value)
+  GROUP BY 1, 2, 3, 4
+), tag_known AS (
+  SELECT g.*, (g.tag_value = '${TAG_OVERFLOW_VALUE}' OR EXISTS (
+    SELECT 1 FROM usage_tag_daily u WHERE u.account_id = g.account_id AND u.day = g.day
+      AND u.tag_key = g.tag_key AND u.tag_value = g.tag_value)) AS known
+  FROM tag_groups g
+), tag_capped AS (
+  SELECT account_id, day, tag_key, spend, requests,
+    CASE WHEN known THEN tag_value
+      WHEN row_number() OVER (PARTITION BY account_id, day, tag_key, known ORDER BY spend DESC, tag_value)
+        + (SELECT count(*) FROM (SELECT 1 FROM usage_tag_daily u WHERE u.account_id = k.account_id AND u.day = k.day
+             AND u.tag_key = k.tag_key AND u.tag_value <> '${TAG_OVERFLOW_VALUE}' LIMIT ${TAG_VALUES_PER_KEY_DAY}) AS n)
+        <= ${TAG_VALUES_PER_KEY_DAY} THEN tag_value
+      ELSE '${TAG_OVERFLOW_VALUE}' END AS tag_value
+  FROM tag_known k
+), tags AS (
+  INSERT INTO usage_tag_daily AS u (account_id, day, tag_key, tag_value, spend, requests)
+  SELECT account_id, day, tag_key, tag_value, sum(spend), sum(requests)
+  FROM tag_capped GROUP BY account_id, day, tag_key, tag_value
+  ORDER BY account_id, day, tag_key, tag_value
+  ON CONFLICT (account_id, day, tag_key, tag_value) DO UPDATE SET
+    spend = u.spend + EXCLUDED.spend, requests = u.requests + EXCLUDED.requests
+  RETURNING 1
+)`;
+
+/** With rollup tables (PostgreSQL, embedded) or without (TimescaleDB: continuous aggregates). */
+export function batchSql(kind: StoreKind): string {
+  if (kind === 'timescale') {
+    return `WITH ${INPUT}, ${INSERT_EVENTS}
+SELECT (SELECT count(*) FROM ins)::int AS inserted`;
+  }
+  // The scalar subqueries run in this order: events, then daily rows, then tag rows.
+  return `WITH ${INPUT}, ${INSERT_EVENTS}, ${UPSERT_DAILY}, ${UPSERT_TAGS}
+SELECT (SELECT count(*) FROM ins)::int AS inserted, (SELECT count(*) FROM daily)::int AS daily_rows,
+  (SELECT count(*) FROM tags)::int AS tag_rows`;
+}
+
+/** The statement's parameters: one array per column. */
+export function batchParams(events: readonly UsageEvent[]): unknown[][] {
+  const cols: unknown[][] = COLUMNS.map(() => new Array<unknown>(events.length));
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    const row = [
+      e.time, e.id, e.accountId, e.keyId, e.provider, e.model, e.requestedModel, e.status,
+      e.inputTokens, e.outputTokens, e.cachedInputTokens, e.cacheWriteTokens, e.reasoningTokens, e.cost,
+      e.unpriced, e.priceVersion, e.usageSource, e.latencyMs, e.ttfbMs, e.stream, JSON.stringify(e.tags ?? {}),
+      e.providerCostTicks,
+    ];
+    for (let c = 0; c < row.length; c++) cols[c]![i] = row[c] ?? null;
+  }
+  return cols;
+}
+
+export interface BatchResult {
+  inserted: number;
+}
+
+export async function insertBatch(db: Queryable, kind: StoreKind, events: readonly UsageEvent[]): Promise<BatchResult> {
+  const rows = await db.query<{ inserted: number }>(batchSql(kind), batchParams(events));
+  return { inserted: Number(rows[0]?.inserted ?? 0) };
+}
+
+/** SQLSTATE classes of errors caused by the rows themselves (bad value, constraint): retrying
+ *  the same batch would fail forever, so its bad events are isolated instead. */
+export function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23)[0-9A-Z]{3}$/.test(code);
+}

@@ -1,0 +1,222 @@
+import { join } from 'node:path';
+import type { Logger } from '../log.js';
+import type { UsageEvent } from '../metering/event.js';
+import type { EventSink } from '../metering/types.js';
+import type { Component } from '../server/daemon.js';
+import { insertBatch, isDataError } from './event-batch.js';
+import { Spool, type Queued, type SpoolStats } from './spool.js';
+import type { Db } from './types.js';
+
+export interface EventWriterOptions {
+  db: Db;
+  logger: Logger;
+  /** The spool directory (METER_DATA_DIR/spool). */
+  spoolDir: string;
+  /** Longest time an event waits in memory before it is spooled and shipped (METER_FLUSH_INTERVAL_MS). */
+  flushIntervalMs: number;
+  /** Events per statement. */
+  batchSize?: number;
+  /** Events kept in memory; a larger backlog waits on disk only. */
+  maxQueued?: number;
+  segmentMaxEvents?: number;
+  /** Longest wait between two attempts while the database is down. */
+  maxBackoffMs?: number;
+  /** How long stop() keeps trying to write what is left before leaving it in the spool. */
+  stopTimeoutMs?: number;
+}
+
+export interface WriterStats extends SpoolStats {
+  written: number;
+  deadLettered: number;
+  /** Failed attempts in a row (0 while the database answers). */
+  failures: number;
+}
+
+export const spoolDirOf = (dataDir: string) => join(dataDir, 'spool');
+
+/**
+ * The durable event pipeline: `push` (the proxy's EventSink) hands an event to the spool in
+ * O(1) without waiting for anything; every flush interval — or as soon as a batch is full —
+ * the spool is fsynced and durable events are shipped in batches of one statement each. A
+ * database that is down costs nothing but a growing spool: the writer retries with backoff and
+ * writes everything once it answers. Events the database rejects for their data are isolated
+ * (halving the batch) and kept in the spool's dead-letter file.
+ */
+export class EventWriter implements EventSink, Component {
+  readonly name = 'event-writer';
+  private readonly spool: Spool<UsageEvent>;
+  private readonly db: Db;
+  private readonly log: Logger;
+  private readonly interval: number;
+  private readonly batchSize: number;
+  private readonly maxBackoff: number;
+  private readonly stopTimeout: number;
+  private timer: NodeJS.Timeout | undefined;
+  private shipping: Promise<void> | undefined;
+  private kicked = false;
+  private retryAt = 0;
+  private failures = 0;
+  private lastFailureLog = 0;
+  private written = 0;
+  private deadLettered = 0;
+  private stopping = false;
+  private closed = false;
+
+  constructor(opts: EventWriterOptions) {
+    this.db = opts.db;
+    this.log = opts.logger;
+    this.interval = opts.flushIntervalMs;
+    this.batchSize = opts.batchSize ?? 2000;
+    this.maxBackoff = opts.maxBackoffMs ?? 5_000;
+    this.stopTimeout = opts.stopTimeoutMs ?? 10_000;
+    this.spool = new Spool<UsageEvent>({
+      dir: opts.spoolDir,
+      maxQueued: opts.maxQueued ?? 20_000,
+      ...(opts.segmentMaxEvents ? { segmentMaxEvents: opts.segmentMaxEvents } : {}),
+    });
+  }
+
+  /** Never blocks, never throws: the call has been answered already. */
+  push(event: UsageEvent): void {
+    try {
+      this.spool.push(event);
+    } catch (err) {
+      // Only an unserialisable event can get here (a bug): say so loudly rather than crash.
+      this.log.error({ err: { message: (err as Error).message }, eventId: event?.id }, 'usage event could not be spooled');
+      return;
+    }
+    if (!this.kicked && !this.stopping && (this.spool.wantsFlush || this.spool.queued >= this.batchSize)) {
+      this.kicked = true;
+      setImmediate(() => {
+        this.kicked = false;
+        this.tick();
+      });
+    }
+  }
+
+  start(): void {
+    const { recovered, truncatedTails } = this.spool.open();
+    if (recovered > 0) this.log.info({ events: recovered }, 'replaying usage events spooled by a previous run');
+    if (truncatedTails > 0) this.log.warn({ segments: truncatedTails }, 'spool lines cut short by a crash were dropped');
+    this.timer = setInterval(() => this.tick(), this.interval);
+    this.timer.unref();
+    if (recovered > 0) this.tick();
+  }
+
+  /** Writes everything queued (bounded by stopTimeoutMs); what is left stays in the spool. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    clearInterval(this.timer);
+    const deadline = Date.now() + this.stopTimeout;
+    const left = () => deadline - Date.now();
+    for (;;) {
+      if (this.shipping) await Promise.race([this.shipping, sleep(left())]);
+      if (this.spool.stats().backlog === 0 || left() <= 0) break;
+      await sleep(Math.min(this.failures > 0 ? this.backoff() : 5, left()));
+      this.retryAt = 0;
+      this.tick();
+    }
+    this.closed = true; // an attempt still under way stops after its statement
+    const remaining = await this.spool.close();
+    if (remaining > 0) {
+      this.log.warn({ events: remaining, spool: this.spool.dir }, `${remaining} usage events could not be written before exit and stay in the spool for the next start`);
+    } else {
+      this.log.info({ written: this.written }, 'all usage events written');
+    }
+  }
+
+  stats(): WriterStats {
+    return { ...this.spool.stats(), written: this.written, deadLettered: this.deadLettered, failures: this.failures };
+  }
+
+  /** Resolves once everything pushed so far is written (tests, admin). */
+  async drain(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.spool.stats().backlog > 0) {
+      if (Date.now() > deadline) throw new Error(`writer did not drain in ${timeoutMs} ms: ${JSON.stringify(this.stats())}`);
+      this.tick();
+      await sleep(10);
+    }
+  }
+
+  /** Every flush interval: make buffered events durable, then ship unless backing off. */
+  private tick(): void {
+    if (this.shipping) return;
+    if (Date.now() < this.retryAt) {
+      this.spool.flush().catch((err: Error) => this.spoolFailed(err));
+      return;
+    }
+    this.shipping = this.ship().finally(() => {
+      this.shipping = undefined;
+    });
+  }
+
+  private async ship(): Promise<void> {
+    try {
+      while (!this.closed) {
+        await this.spool.flush();
+        await this.spool.refill();
+        const batch = this.spool.peek(this.batchSize);
+        if (batch.length === 0) return;
+        await this.write(batch);
+        if (this.closed) return; // the spool keeps them; the next start replays them (a no-op)
+        await this.spool.ack(batch.length);
+        if (this.failures > 0) {
+          this.log.info({ failures: this.failures, backlog: this.spool.stats().backlog }, 'database reachable again: writing the spooled usage events');
+          this.failures = 0;
+        }
+      }
+    } catch (err) {
+      this.failed(err as Error);
+    }
+  }
+
+  /** One statement for the batch; a data error is narrowed down by halves to the bad events. */
+  private async write(batch: Queued<UsageEvent>[]): Promise<void> {
+    const events = batch.map((q) => q.item);
+    try {
+      const { inserted } = await insertBatch(this.db, this.db.kind, events);
+      this.written += inserted;
+    } catch (err) {
+      if (!isDataError(err)) throw err;
+      if (batch.length === 1) {
+        await this.spool.deadLetter(events, describe(err));
+        this.deadLettered++;
+        this.log.error({ eventId: events[0]!.id, err: describe(err), file: this.spool.deadLetterPath }, 'usage event rejected by the database: moved to the dead-letter file');
+        return;
+      }
+      const half = batch.length >> 1;
+      await this.write(batch.slice(0, half));
+      await this.write(batch.slice(half));
+    }
+  }
+
+  private failed(err: Error): void {
+    this.failures++;
+    this.retryAt = Date.now() + this.backoff();
+    const now = Date.now();
+    if (this.failures === 1 || now - this.lastFailureLog > 30_000) {
+      this.lastFailureLog = now;
+      this.log.warn({ err: describe(err), failures: this.failures, backlog: this.spool.stats().backlog },
+        'usage events not written yet (they wait in the spool); retrying with backoff');
+    }
+  }
+
+  private spoolFailed(err: Error): void {
+    this.log.error({ err: describe(err), dir: this.spool.dir }, 'spool write failed; events stay in memory and are retried');
+  }
+
+  /** Exponential from the flush interval up to maxBackoff, with jitter so sidecars spread out. */
+  private backoff(): number {
+    const base = Math.min(this.maxBackoff, this.interval * 2 ** Math.min(this.failures, 16));
+    return Math.round(base * (0.75 + Math.random() * 0.5));
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as { message?: string; code?: string };
+  return e?.code ? `${e.code}: ${e.message}` : String(e?.message ?? err);
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
