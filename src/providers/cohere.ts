@@ -14,13 +14,13 @@ export function cohereUsage(u: Obj): Usage | undefined {
 }
 
 /** Stream events whose text is generated output (v1 NDJSON `event_type`, v2 SSE `type`). */
-const TEXT_EVENTS: Record<string, readonly string[]> = {
-  'text-generation': ['text'],
-  'content-delta': ['text', 'thinking'],
-  'tool-plan-delta': ['tool_plan'],
-  'tool-call-delta': ['arguments'],
-  'tool-calls-chunk': ['text'],
-};
+const TEXT_EVENTS = new Map<string, readonly string[]>([
+  ['text-generation', ['text']],
+  ['content-delta', ['text', 'thinking']],
+  ['tool-plan-delta', ['tool_plan']],
+  ['tool-call-delta', ['arguments']],
+  ['tool-calls-chunk', ['text']],
+]);
 
 class CohereAccumulator implements StreamAccumulator {
   private readonly text = new TextCollector();
@@ -32,7 +32,7 @@ class CohereAccumulator implements StreamAccumulator {
   onEvent(data: string, event?: string): void {
     const type = event ?? firstStringField(data, 'event_type') ?? firstStringField(data, 'type');
     if (type === undefined) return;
-    const keys = TEXT_EVENTS[type];
+    const keys = TEXT_EVENTS.get(type);
     if (keys) {
       for (const k of keys) eachStringField(data, k, this.text);
       return;

@@ -34,6 +34,7 @@ export function streamFormat(contentType: string | undefined): StreamFormat | un
 const LF = 10;
 const CR = 13;
 const COLON = 0x3a;
+const SPACE = 0x20;
 
 export class StreamFramer {
   /** Events dropped for exceeding `maxEventBytes`. */
@@ -138,37 +139,43 @@ export class StreamFramer {
       this.drop();
       return;
     }
-    let line: string;
-    if (this.pendingLen === 0) {
-      // SSE comment (`: keep-alive`): skipped without decoding
-      if (this.sse && buf[start] === COLON) return;
-      line = buf.toString('utf8', start, end);
-    } else {
+    let b = buf;
+    let s = start;
+    let e = end;
+    if (this.pendingLen > 0) {
       if (end > start) this.pending.push(buf.subarray(start, end));
-      const whole = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, len);
+      b = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, len);
+      s = 0;
+      e = len;
       this.pending = [];
       this.pendingLen = 0;
-      if (this.sse && whole[0] === COLON) return;
-      line = whole.toString('utf8');
     }
     if (this.atStart) {
       this.atStart = false;
-      if (line.charCodeAt(0) === 0xfeff) line = line.slice(1);
+      if (b[s] === 0xef && b[s + 1] === 0xbb && b[s + 2] === 0xbf) s += 3; // UTF-8 BOM
     }
-    if (this.sse) this.field(line, len);
-    else this.ndjsonLine(line);
+    if (this.sse) this.field(b, s, e, len);
+    else this.ndjsonLine(b.toString('utf8', s, e));
   }
 
-  private field(line: string, len: number): void {
-    const colon = line.indexOf(':');
-    const name = colon < 0 ? line : line.slice(0, colon);
-    let value = '';
-    if (colon >= 0) value = line.slice(colon + (line.charCodeAt(colon + 1) === 0x20 ? 2 : 1));
-    if (name === 'data') {
+  /** One SSE field line, located on the bytes: only the value is decoded. */
+  private field(b: Buffer, s: number, e: number, len: number): void {
+    if (s === e) {
+      this.dispatch();
+      return;
+    }
+    if (b[s] === COLON) return; // comment (`: keep-alive`)
+    let nameEnd = b.indexOf(COLON, s);
+    if (nameEnd < 0 || nameEnd > e) nameEnd = e;
+    let v = nameEnd < e ? nameEnd + 1 : e;
+    if (v < e && b[v] === SPACE) v++;
+    const nameLen = nameEnd - s;
+    if (nameLen === 4 && b[s] === 0x64 && b[s + 1] === 0x61 && b[s + 2] === 0x74 && b[s + 3] === 0x61) {
+      const value = b.toString('utf8', v, e); // `data`
       this.data = this.data === undefined ? value : `${this.data}\n${value}`;
       this.eventBytes += len;
-    } else if (name === 'event') {
-      this.eventName = value;
+    } else if (nameLen === 5 && b.toString('latin1', s, nameEnd) === 'event') {
+      this.eventName = b.toString('utf8', v, e);
       this.eventBytes += len;
     }
     // `id`, `retry` and unknown fields carry nothing for metering

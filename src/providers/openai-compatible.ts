@@ -1,7 +1,7 @@
 import {
   bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, str, usage, type Obj,
 } from './common.js';
-import { eachStringField, firstStringField, hasObjectField, TextCollector } from './scan.js';
+import { eachStringField, firstStringField, hasObjectField, objectStrings, TextCollector } from './scan.js';
 import type { Provider, ProviderSlug, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 /**
@@ -73,6 +73,7 @@ function hasError(o: Obj, opts: CompatOptions): boolean {
   return opts.extraError?.(o) ?? false;
 }
 
+/** Generated text in a chat chunk's `delta`: answer, reasoning (DeepSeek/xAI, Groq/Together), tool-call arguments. */
 const CHAT_TEXT_KEYS = ['content', 'reasoning_content', 'reasoning', 'arguments'];
 
 class CompatAccumulator implements StreamAccumulator {
@@ -91,14 +92,14 @@ class CompatAccumulator implements StreamAccumulator {
   onEvent(data: string, event?: string): void {
     if (data.charCodeAt(0) !== 0x7b /* { */) return; // `[DONE]`, keep-alives
     if (this.scannedModel === undefined) this.scannedModel = firstStringField(data, 'model');
-    if (event === 'error' || event === 'response.failed') this.error = true;
-    // Only events that can carry usage or an error are parsed; usage is replaced, never summed.
-    const withUsage = hasObjectField(data, 'usage');
-    if (withUsage || data.includes('"error"')) {
+    // A mid-stream error is its own event, `{"error":…}` (responses: `error` / `response.failed`)
+    if (data.startsWith('{"error"') || event === 'error' || event === 'response.failed') this.error = true;
+    // Only events that can carry usage are parsed; usage is replaced, never summed.
+    if (hasObjectField(data, 'usage')) {
       const o = parse(data);
       if (o) {
         if (hasError(o, this.opts)) this.error = true;
-        const u = withUsage ? usageIn(o, this.opts) : undefined;
+        const u = usageIn(o, this.opts);
         if (u) {
           this.last = u;
           this.model = modelIn(o) ?? this.model;
@@ -110,12 +111,16 @@ class CompatAccumulator implements StreamAccumulator {
 
   private collect(data: string, event: string | undefined): void {
     if (this.mode === 'chat') {
-      for (const k of CHAT_TEXT_KEYS) eachStringField(data, k, this.text);
+      objectStrings(data, 'delta', CHAT_TEXT_KEYS, this.text);
     } else if (this.mode === 'completions') {
+      // legacy `choices[].text`; FIM endpoints (Mistral `fim/completions`) stream chat-like deltas
+      const before = this.text.chars();
       eachStringField(data, 'text', this.text);
+      if (this.text.chars() === before) objectStrings(data, 'delta', CHAT_TEXT_KEYS, this.text);
     } else {
       // responses: text only from `*.delta` events (`response.completed` repeats the whole output)
       const type = event ?? firstStringField(data, 'type');
+      if (type === 'error') this.error = true;
       if (type !== undefined && type.endsWith('.delta') && type !== 'response.audio.delta') {
         eachStringField(data, 'delta', this.text);
       }

@@ -36,23 +36,21 @@ export function hasObjectField(data: string, key: string): boolean {
   }
 }
 
-/** End index (of the closing quote) of a JSON string whose content starts at `start`. */
-function stringEnd(data: string, start: number): { end: number; escaped: boolean } {
-  let escaped = false;
-  let i = start;
-  for (;;) {
-    const q = data.indexOf('"', i);
-    if (q < 0) return { end: -1, escaped };
-    const bs = data.indexOf('\\', i);
-    if (bs < 0 || bs > q) return { end: q, escaped };
-    escaped = true;
-    i = bs + 2; // skip the escaped character, whatever it is
+/** Index of the closing quote of a JSON string whose content starts at `start`, -1 if none. */
+function stringEnd(data: string, start: number): number {
+  let q = data.indexOf('"', start);
+  while (q > 0 && data.charCodeAt(q - 1) === 0x5c /* \\ */) {
+    let bs = 1; // an odd run of backslashes escapes the quote
+    while (data.charCodeAt(q - 1 - bs) === 0x5c) bs++;
+    if ((bs & 1) === 0) break;
+    q = data.indexOf('"', q + 1);
   }
+  return q;
 }
 
-function decode(data: string, start: number, end: number, escaped: boolean): string | undefined {
+function decode(data: string, start: number, end: number): string | undefined {
   const raw = data.slice(start, end);
-  if (!escaped) return raw;
+  if (raw.indexOf('\\') < 0) return raw;
   try {
     return JSON.parse(`"${raw}"`) as string;
   } catch {
@@ -68,8 +66,8 @@ export function firstStringField(data: string, key: string): string | undefined 
     const v = valueStart(data, needle, from);
     if (v < 0) return undefined;
     if (data.charCodeAt(v) === 0x22) {
-      const { end, escaped } = stringEnd(data, v + 1);
-      return end < 0 ? undefined : decode(data, v + 1, end, escaped);
+      const end = stringEnd(data, v + 1);
+      return end < 0 ? undefined : decode(data, v + 1, end);
     }
     from = v;
   }
@@ -86,13 +84,63 @@ export function eachStringField(data: string, key: string, sink: TextCollector):
       from = v;
       continue;
     }
-    const { end, escaped } = stringEnd(data, v + 1);
+    const end = stringEnd(data, v + 1);
     if (end < 0) return;
     if (end > v + 1) {
-      const s = decode(data, v + 1, end, escaped);
+      const s = decode(data, v + 1, end);
       if (s !== undefined) sink.add(s);
     }
     from = end + 1;
+  }
+}
+
+function isKey(data: string, start: number, end: number, keys: readonly string[]): boolean {
+  const len = end - start;
+  for (const k of keys) if (k.length === len && data.startsWith(k, start)) return true;
+  return false;
+}
+
+/**
+ * For each object value of `"container"` (e.g. each choice's `"delta":{…}`), the string values
+ * of `keys` at any depth inside it. One search for the container, then a walk of that object
+ * only: cheaper than one search of the whole text per key.
+ */
+export function objectStrings(data: string, container: string, keys: readonly string[], sink: TextCollector): void {
+  const needle = `"${container}"`;
+  let from = 0;
+  for (;;) {
+    let i = valueStart(data, needle, from);
+    if (i < 0) return;
+    if (data.charCodeAt(i) !== 0x7b) {
+      from = i;
+      continue;
+    }
+    let depth = 0;
+    let wanted = false; // the last key read is one of `keys`
+    const n = data.length;
+    while (i < n) {
+      const c = data.charCodeAt(i);
+      if (c === 0x22) {
+        const end = stringEnd(data, i + 1);
+        if (end < 0) return;
+        let j = end + 1;
+        while (j < n && isWs(data.charCodeAt(j))) j++;
+        if (data.charCodeAt(j) === 0x3a) {
+          wanted = isKey(data, i + 1, end, keys);
+        } else if (wanted && end > i + 1) {
+          const s = decode(data, i + 1, end);
+          if (s !== undefined) sink.add(s);
+        }
+        i = end + 1;
+        continue;
+      }
+      if (c === 0x7b || c === 0x5b) depth++;
+      else if (c === 0x7d || c === 0x5d) {
+        if (--depth === 0) break;
+      } else if (c === 0x2c) wanted = false;
+      i++;
+    }
+    from = i + 1;
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eachStringField, firstStringField, hasObjectField, TextCollector } from '../../src/providers/scan.js';
+import { eachStringField, firstStringField, hasObjectField, objectStrings, TextCollector } from '../../src/providers/scan.js';
 
 describe('JSON scanning without parsing', () => {
   it('tells a usage object from usage null, with or without spaces', () => {
@@ -40,5 +40,28 @@ describe('JSON scanning without parsing', () => {
     c.add('789abcdef');
     expect(c.text()).toBe('0123456789');
     expect(c.chars()).toBe(16);
+  });
+});
+
+describe('objectStrings', () => {
+  it('collects the wanted keys inside every delta object, tool-call arguments included', () => {
+    const data = JSON.stringify({
+      choices: [
+        { index: 0, delta: { role: 'assistant', content: 'A' }, finish_reason: null },
+        { index: 1, delta: { tool_calls: [{ index: 0, id: 'call_1', function: { name: 'get', arguments: '{"q":"x"}' } }] } },
+        { index: 2, delta: { reasoning_content: 'R', content: null } },
+      ],
+      content: 'outside the delta',
+    });
+    const c = new TextCollector();
+    objectStrings(data, 'delta', ['content', 'reasoning_content', 'arguments'], c);
+    expect(c.text()).toBe('A{"q":"x"}R');
+  });
+
+  it('ignores a delta that is not an object and survives truncated text', () => {
+    const c = new TextCollector();
+    objectStrings('{"delta":"x","choices":[{"delta":{"content":"ok"}}]}', 'delta', ['content'], c);
+    objectStrings('{"delta":{"content":"unterminated', 'delta', ['content'], c);
+    expect(c.text()).toBe('ok');
   });
 });
