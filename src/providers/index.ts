@@ -1,3 +1,13 @@
+/**
+ * Provider registry. How the proxy meters one call:
+ * - non-streaming: `provider.usageFromJson(JSON.parse(body), req)`;
+ * - streaming: `acc = provider.streamAccumulator(req)`, `framer = createFramer(contentType, acc)`,
+ *   `framer.push(chunk)` for every chunk piped to the client, `framer.flush()` at the end (or when
+ *   the client goes away), then `acc.result()`;
+ * - no usage in the result (or `incomplete`): `estimateUsage(req, acc)` from `./estimate.js`
+ *   (imported on its own: loading the tokenizer takes ~150 ms), usage_source "estimated".
+ * The model to record is `result.model` (the response's, else the requested one).
+ */
 import { anthropic } from './anthropic.js';
 import { cohere } from './cohere.js';
 import { deepseek } from './deepseek.js';
