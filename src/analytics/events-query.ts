@@ -11,7 +11,7 @@ import type { EventsParams } from './params.js';
 
 interface EventRow {
   event_id: string;
-  time: string;
+  time_utc: string;
   provider: string;
   model: string;
   status: number;
@@ -31,8 +31,9 @@ interface EventRow {
   price_version: string;
 }
 
-// Microseconds as stored: the cursor must name the exact row (see cursor.ts).
-const COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time,
+// Microseconds as stored: the cursor must name the exact row (see cursor.ts). Not aliased
+// `time`: ORDER BY time would then sort by this text instead of walking the index.
+const COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time_utc,
   provider, model, status, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
   reasoning_tokens, cost::text AS cost, usage_source, latency_ms, ttfb_ms, stream, tags, key_id,
   requested_model, price_version`;
@@ -56,7 +57,7 @@ export async function listEvents(db: Queryable, accountId: string, p: EventsPara
   const more = rows.length > p.limit && last !== undefined;
   return {
     events: page.map(toEvent),
-    next_cursor: more ? encodeCursor({ time: last.time, eventId: last.event_id }) : null,
+    next_cursor: more ? encodeCursor({ time: last.time_utc, eventId: last.event_id }) : null,
   };
 }
 
@@ -69,7 +70,7 @@ function toEvent(r: EventRow): JsonValue {
   for (const [k, v] of Object.entries(r.tags ?? {})) if (typeof v === 'string') tags[k] = v;
   return {
     id: r.event_id,
-    time: isoTime(r.time),
+    time: isoTime(r.time_utc),
     provider: r.provider,
     model: r.model,
     status: r.status,

@@ -97,9 +97,9 @@ WITH tagged AS (
          total.requests - coalesce((SELECT sum(requests) FROM tagged), 0) AS requests
   FROM total
 )
-SELECT value, spend::text AS spend, requests::text AS requests
+SELECT g.value, g.spend::text AS spend, g.requests::text AS requests
 FROM (SELECT * FROM tagged UNION ALL SELECT * FROM untagged WHERE requests > 0 OR spend <> 0) AS g
-ORDER BY spend DESC, requests DESC, value ASC NULLS LAST`;
+ORDER BY g.spend DESC, g.requests DESC, g.value ASC NULLS LAST -- g.: the numbers, not their text`;
 
 export async function byTag(db: Queryable, accountId: string, now: Date, key: string, period: Period): Promise<JsonValue> {
   const { from, to } = currentPeriod(now, period);
