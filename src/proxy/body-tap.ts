@@ -1,0 +1,45 @@
+import type { IncomingMessage } from 'node:http';
+
+/** The metering reads the requested model from the body: a copy is kept up to this size. */
+export const REQUEST_COPY_LIMIT = 4 * 1024 * 1024;
+
+/**
+ * Forwards a request body as a stream while keeping a bounded copy on the side. The copy is
+ * handed out only when the whole body passed and fit within the limit.
+ */
+export class RequestBodyTap {
+  private chunks: Buffer[] | undefined = [];
+  private size = 0;
+  private complete = false;
+
+  constructor(private readonly limit = REQUEST_COPY_LIMIT) {}
+
+  /** The body for the upstream client. Stopping early (the provider answered before reading
+   *  it all) must not destroy the request: its socket still carries our response. */
+  async *stream(req: IncomingMessage): AsyncGenerator<Buffer> {
+    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      if (this.chunks) {
+        this.size += chunk.length;
+        if (this.size <= this.limit) this.chunks.push(chunk);
+        else this.chunks = undefined;
+      }
+      yield chunk;
+    }
+    this.complete = true;
+  }
+
+  /** The whole body, or undefined when it was larger than the limit or has not all passed. */
+  copy(): Buffer | undefined {
+    const chunks = this.chunks;
+    this.chunks = undefined;
+    if (!this.complete || !chunks) return undefined;
+    return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, this.size);
+  }
+}
+
+/** True when the request has a body to forward (a GET without one gets none upstream). */
+export function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
+}

@@ -1,0 +1,130 @@
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { sendError } from '../server/errors.js';
+import type { RequestBodyTap } from './body-tap.js';
+import type { GuardedMeter } from './guarded-meter.js';
+import { clientResponseHeaders } from './headers.js';
+import type { UpstreamTarget } from './targets.js';
+
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+class ClientGoneError extends Error {
+  override name = 'ClientGoneError';
+  constructor() {
+    super('the client closed the connection');
+  }
+}
+
+/**
+ * One proxied call's response side, as an undici dispatch handler: bytes go to the client as
+ * they arrive (backpressure pauses the upstream socket, nothing is buffered here), the meter
+ * sees each chunk on the side, and a client that leaves aborts the upstream request at once.
+ */
+export class ForwardCall implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private status = 0;
+  private headSent = false;
+  private over = false;
+  private clientGone = false;
+  private waitingForDrain = false;
+  private bodyDelivered = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly meter: GuardedMeter,
+    private readonly tap: RequestBodyTap | undefined,
+    private readonly requestId: string,
+    private readonly target: UpstreamTarget,
+  ) {
+    res.once('close', this.onClientClose);
+  }
+
+  private readonly onClientClose = (): void => {
+    if (this.over) return;
+    this.clientGone = true;
+    this.controller?.abort(new ClientGoneError());
+  };
+
+  private readonly onDrain = (): void => {
+    this.waitingForDrain = false;
+    this.controller?.resume();
+  };
+
+  /** The metering reads the request (model) before the response; once, whatever comes first. */
+  private deliverRequestBody(): void {
+    if (this.bodyDelivered) return;
+    this.bodyDelivered = true;
+    this.meter.requestBody(this.tap?.copy());
+  }
+
+  private finish(completed: boolean): void {
+    if (this.over) return;
+    this.over = true;
+    this.deliverRequestBody();
+    this.meter.end(this.status === 0 ? { completed } : { completed, status: this.status });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.clientGone) controller.abort(new ClientGoneError());
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    if (statusCode < 200 || this.clientGone) return; // 1xx informational: not relayed
+    this.status = statusCode;
+    this.deliverRequestBody();
+    this.meter.responseHead(statusCode, headers);
+    const out = clientResponseHeaders(headers, this.requestId);
+    try {
+      if (statusMessage) this.res.writeHead(statusCode, statusMessage, out);
+      else this.res.writeHead(statusCode, out);
+      this.headSent = true;
+    } catch (err) {
+      controller.abort(err as Error);
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.clientGone) return;
+    this.meter.responseChunk(chunk);
+    if (!this.res.write(chunk) && !this.waitingForDrain) {
+      this.waitingForDrain = true;
+      controller.pause();
+      this.res.once('drain', this.onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.finish(true);
+    this.res.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.over) return;
+    if (this.clientGone) return this.finish(false);
+    if (this.headSent) {
+      // Mid-response: the status is gone already; ending the connection tells the client.
+      this.finish(false);
+      this.res.destroy();
+      return;
+    }
+    const code = (err as { code?: string }).code;
+    const timedOut = code !== undefined && TIMEOUT_CODES.has(code);
+    this.status = timedOut ? 504 : 502;
+    this.finish(false);
+    const shape = this.target.anthropicErrors ? 'anthropic' : 'default';
+    const headers = { 'x-meter-request-id': this.requestId };
+    // The message names the provider and the error's kind, never the URL (Gemini's ?key=).
+    if (timedOut) {
+      sendError(this.res, 504, 'upstream_timeout', `${this.target.slug} did not answer in time (${code})`, { shape, headers });
+    } else {
+      const reason = code ?? err.name;
+      sendError(this.res, 502, 'upstream_unreachable', `${this.target.slug} could not be reached (${reason})`, { shape, headers });
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from '../log.js';
+import type { CallMeter, CallStart, Metering } from '../metering/types.js';
+
+/** Metering must never break a call: whatever it throws is logged (once per call) and dropped. */
+export class GuardedMeter implements CallMeter {
+  private failed = false;
+
+  constructor(private readonly inner: CallMeter | undefined, private readonly logger: Pick<Logger, 'error'>) {}
+
+  static begin(metering: Metering, call: CallStart, logger: Pick<Logger, 'error'>): GuardedMeter {
+    try {
+      return new GuardedMeter(metering.begin(call), logger);
+    } catch (err) {
+      logger.error({ err: { message: (err as Error).message }, provider: call.provider }, 'metering: begin failed');
+      return new GuardedMeter(undefined, logger);
+    }
+  }
+
+  private fail(step: string, err: unknown): void {
+    if (!this.failed) this.logger.error({ err: { message: (err as Error)?.message } }, `metering: ${step} failed`);
+    this.failed = true;
+  }
+
+  requestBody(body: Buffer | undefined): void {
+    try {
+      this.inner?.requestBody(body);
+    } catch (err) {
+      this.fail('requestBody', err);
+    }
+  }
+
+  responseHead(status: number, headers: IncomingHttpHeaders): void {
+    try {
+      this.inner?.responseHead(status, headers);
+    } catch (err) {
+      this.fail('responseHead', err);
+    }
+  }
+
+  responseChunk(chunk: Buffer): void {
+    try {
+      this.inner?.responseChunk(chunk);
+    } catch (err) {
+      this.fail('responseChunk', err);
+    }
+  }
+
+  end(outcome: { completed: boolean; status?: number }): void {
+    try {
+      this.inner?.end(outcome);
+    } catch (err) {
+      this.fail('end', err);
+    }
+  }
+}
+
+/** Meters nothing: for tests and for a daemon built without metering. */
+export const noMetering: Metering = {
+  begin: () => ({ requestBody() {}, responseHead() {}, responseChunk() {}, end() {} }),
+};

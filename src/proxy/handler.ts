@@ -1,0 +1,107 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
+import { serviceKeyFromHeaders } from '../auth/key-format.js';
+import type { Principal } from '../auth/types.js';
+import type { Logger } from '../log.js';
+import { uuidv7 } from '../metering/ids.js';
+import type { Metering } from '../metering/types.js';
+import { sendError } from '../server/errors.js';
+import { hasBody, RequestBodyTap } from './body-tap.js';
+import { ForwardCall } from './forward.js';
+import { GuardedMeter } from './guarded-meter.js';
+import { upstreamRequestHeaders } from './headers.js';
+import { upstreamPath, type UpstreamTarget } from './targets.js';
+import type { UpstreamPools } from './upstreams.js';
+
+const PREFIX_LENGTH = '/proxy/'.length;
+
+/** Resolves a service key token; synchronous for keys in memory (see KeyCache). */
+export interface TokenAuthenticator {
+  authenticateToken(token: string): Principal | undefined | Promise<Principal | undefined>;
+}
+
+export type TagParser = (headers: IncomingHttpHeaders) => { ok: true; tags: Record<string, string> } | { ok: false; message: string };
+
+export interface ProxyDeps {
+  targets: Map<string, UpstreamTarget>;
+  pools: UpstreamPools;
+  auth: TokenAuthenticator;
+  metering: Metering;
+  parseTags: TagParser;
+  idleTimeoutMs: number;
+  logger: Pick<Logger, 'error'>;
+}
+
+/** Where `/proxy/{slug}` ends in the URL: at the next `/` or `?`, or the end. */
+function slugEnd(url: string): number {
+  for (let i = PREFIX_LENGTH; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 0x2f || c === 0x3f) return i;
+  }
+  return url.length;
+}
+
+/** `{METHOD} /proxy/{slug}/{path}?{query}` (CONTRACT §2): authenticate (before routing),
+ *  route, read tags, then forward while the metering watches. */
+export function createProxyHandler(deps: ProxyDeps) {
+  const unauthorized = (res: ServerResponse, slug: string, message: string) =>
+    sendError(res, 401, 'invalid_api_key', message, { shape: slug === 'anthropic' ? 'anthropic' : 'default' });
+
+  function forward(req: IncomingMessage, res: ServerResponse, url: string, end: number, slug: string, principal: Principal, viaMeterKey: boolean): void {
+    const time = new Date();
+    const startedAt = performance.now();
+    const target = deps.targets.get(slug);
+    if (!target) {
+      return sendError(res, 404, 'unknown_provider', `unknown provider ${JSON.stringify(slug.slice(0, 64))}: expected one of ${[...deps.targets.keys()].join(', ')}`);
+    }
+    const shape = target.anthropicErrors ? 'anthropic' : 'default';
+    const tags = deps.parseTags(req.headers);
+    if (!tags.ok) return sendError(res, 400, 'invalid_tags', tags.message, { shape });
+
+    // `rest` is what followed /proxy/{slug}/, query included.
+    const rest = url.charCodeAt(end) === 0x2f ? url.slice(end + 1) : url.slice(end);
+    const q = rest.indexOf('?');
+    const id = uuidv7(time.getTime());
+    const meter = GuardedMeter.begin(
+      deps.metering,
+      { id, time, startedAt, principal, provider: target.slug, path: q === -1 ? rest : rest.slice(0, q), tags: tags.tags },
+      deps.logger,
+    );
+    const tap = hasBody(req) ? new RequestBodyTap() : undefined;
+    const call = new ForwardCall(res, meter, tap, id, target);
+    try {
+      deps.pools.get(target.origin).dispatch(
+        {
+          origin: target.origin,
+          path: upstreamPath(target, rest),
+          method: req.method!,
+          headers: upstreamRequestHeaders(req, viaMeterKey),
+          // undici streams an async iterable body (its types only list Readable)
+          body: (tap ? tap.stream(req) : null) as Readable | null,
+          headersTimeout: deps.idleTimeoutMs,
+          bodyTimeout: deps.idleTimeoutMs,
+        },
+        call,
+      );
+    } catch (err) {
+      // undici refuses some requests up front (a header value it rejects): nothing was sent.
+      call.onResponseError(undefined as never, err as Error);
+    }
+  }
+
+  return function handleProxy(req: IncomingMessage, res: ServerResponse): void | Promise<void> {
+    const url = req.url!;
+    const end = slugEnd(url);
+    const slug = url.slice(PREFIX_LENGTH, end);
+    const key = serviceKeyFromHeaders(req.headers);
+    if (!key) return unauthorized(res, slug, 'missing service key: send Authorization: Bearer mk_… or X-Meter-Key: mk_…');
+    const found = deps.auth.authenticateToken(key.token);
+    const invalid = 'invalid service key: unknown, revoked, expired or malformed';
+    if (found === undefined) return unauthorized(res, slug, invalid);
+    if (!(found instanceof Promise)) return forward(req, res, url, end, slug, found, key.viaMeterKey);
+    return found.then((principal) =>
+      principal ? forward(req, res, url, end, slug, principal, key.viaMeterKey) : unauthorized(res, slug, invalid),
+    );
+  };
+}

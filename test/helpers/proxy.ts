@@ -1,0 +1,43 @@
+import pino from 'pino';
+import { afterAll } from 'vitest';
+import { createAccount } from '../../src/auth/accounts.js';
+import { createKey } from '../../src/auth/keys.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { Metering } from '../../src/metering/types.js';
+import type { ProviderSlug } from '../../src/providers/types.js';
+import { proxyComponent } from '../../src/proxy/component.js';
+import { startDaemon, type Daemon } from '../../src/server/daemon.js';
+import { createTestDatabase, postgresUrl, tempDir } from './stores.js';
+
+export interface ProxyDaemon {
+  daemon: Daemon;
+  url: string;
+  config: Readonly<Config>;
+  /** A working service key of account `acct` and its id. */
+  key: string;
+  keyId: string;
+  account: string;
+}
+
+let accounts = 0;
+
+/** The daemon with the proxy component, in this process, on a fresh store (PostgreSQL when
+ *  one answers, else embedded), upstreams pointed at fakes, and one account with one key. */
+export async function startProxyDaemon(opts: {
+  upstreams?: Partial<Record<ProviderSlug, string>>;
+  env?: Record<string, string>;
+  metering?: Metering;
+  databaseUrl?: string;
+} = {}): Promise<ProxyDaemon> {
+  const env: Record<string, string> = { METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: tempDir(), ...opts.env };
+  const databaseUrl = opts.databaseUrl ?? (postgresUrl ? await createTestDatabase() : undefined);
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  for (const [slug, url] of Object.entries(opts.upstreams ?? {})) env[`METER_UPSTREAM_${slug.toUpperCase()}`] = url;
+  const config = loadConfig(env);
+  const daemon = await startDaemon(config, pino({ level: 'silent' }), [proxyComponent({ metering: opts.metering })]);
+  afterAll(() => daemon.close());
+  const account = `acct${++accounts}-${process.pid}`;
+  await createAccount(daemon.store, account, 'pro');
+  const created = await createKey(daemon.store, account, 'test');
+  return { daemon, url: daemon.url, config, key: created.key, keyId: created.id, account };
+}
