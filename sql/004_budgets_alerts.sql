@@ -53,6 +53,8 @@ CREATE TABLE alert_deliveries (
   UNIQUE (event_id, channel_id)
 );
 CREATE INDEX alert_deliveries_due ON alert_deliveries (next_attempt_at, id) WHERE status = 'pending';
+-- A channel receives its alerts in order: only its oldest pending delivery is ever claimed.
+CREATE INDEX alert_deliveries_channel_pending ON alert_deliveries (channel_id, id) WHERE status = 'pending';
 
 -- The delivery log: every attempt, outbox deliveries and `meter alerts test` alike.
 CREATE TABLE alert_delivery_attempts (

@@ -1,0 +1,95 @@
+import type { Command } from 'commander';
+import type { ChannelKind } from '../../src/alerts/alert.js';
+import { addChannel, displayTarget, listChannels, removeChannel, validateSecret, validateTarget } from '../../src/alerts/channels-admin.js';
+import { sendTestAlerts } from '../../src/alerts/test-send.js';
+import { CliError, printJson, printTable, withStore } from '../context.js';
+import type { StoreRunner } from './budget.js';
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const KIND_FLAGS = ['slack', 'teams', 'email', 'webhook'] as const satisfies readonly ChannelKind[];
+
+interface AddOptions {
+  account: string;
+  slack?: string;
+  teams?: string;
+  email?: string;
+  webhook?: string;
+  secret?: string;
+  json?: boolean;
+}
+
+export function registerAlerts(program: Command, run: StoreRunner = withStore): void {
+  const alerts = program
+    .command('alerts')
+    .description('where budget alerts go: Slack, Microsoft Teams, e-mail, signed webhooks');
+
+  alerts
+    .command('add')
+    .description('add an alert channel to an account (give exactly one of --slack, --teams, --email, --webhook)')
+    .requiredOption('--account <name>', 'the account')
+    .option('--slack <url>', 'Slack incoming-webhook URL')
+    .option('--teams <url>', 'Microsoft Teams incoming-webhook (or Workflows) URL')
+    .option('--email <address>', 'e-mail address (sent through METER_SMTP_URL)')
+    .option('--webhook <url>', 'your HTTPS endpoint: signed JSON (Meter-Signature)')
+    .option('--secret <secret>', 'webhook signing secret (16+ characters); default: generated and shown once')
+    .option('--json', 'print {"id","account","kind","target","created_at"} (and "secret" when generated)')
+    .action(async (opts: AddOptions) => {
+      const given = KIND_FLAGS.filter((k) => opts[k] !== undefined);
+      if (given.length !== 1) throw new CliError('give exactly one of --slack URL, --teams URL, --email ADDR, --webhook URL');
+      const kind = given[0]!;
+      if (opts.secret !== undefined && kind !== 'webhook') throw new CliError('--secret goes with --webhook only');
+      const target = validateTarget(kind, opts[kind]!);
+      const secret = opts.secret === undefined ? undefined : validateSecret(opts.secret);
+      await run(async (store) => {
+        const added = await addChannel(store, opts.account, kind, target, secret);
+        const shown = { ...added, target: displayTarget(kind, added.target) };
+        if (opts.json) return printJson(shown);
+        out(`added ${kind} channel ${added.id} for ${added.account}: ${shown.target}`);
+        if (added.secret) out(`signing secret (shown once; verify Meter-Signature with it): ${added.secret}`);
+      });
+    });
+
+  alerts
+    .command('list')
+    .description('alert channels with their last delivery status (secrets are never shown)')
+    .option('--account <name>', 'only this account')
+    .option('--json', 'print JSON')
+    .action(async (opts: { account?: string; json?: boolean }) => {
+      await run(async (store) => {
+        const rows = await listChannels(store, opts.account);
+        if (opts.json) return printJson(rows);
+        printTable(rows as unknown as Record<string, unknown>[], ['id', 'account', 'kind', 'target', 'last_status', 'last_attempt_at', 'last_detail']);
+      });
+    });
+
+  alerts
+    .command('remove <id>')
+    .description('remove an alert channel')
+    .action(async (id: string) => {
+      await run(async (store) => {
+        const gone = await removeChannel(store, id);
+        out(`removed ${gone.kind} channel ${id} of ${gone.account}`);
+      });
+    });
+
+  alerts
+    .command('test')
+    .description("send a test message through each of the account's channels now; fails naming the channels that failed")
+    .requiredOption('--account <name>', 'the account')
+    .action(async (opts: { account: string }) => {
+      await run(async (store, config) => {
+        const results = await sendTestAlerts(store, opts.account, { timeoutMs: 10_000, smtpUrl: config.smtpUrl });
+        if (results.length === 0) {
+          throw new CliError(`account ${opts.account} has no alert channels (add one with \`meter alerts add --account ${opts.account} …\`)`);
+        }
+        for (const r of results) {
+          out(`${r.result.ok ? 'ok    ' : 'FAILED'}  ${r.channel.kind.padEnd(7)}  ${r.channel.id}  ${r.detail} (${Math.round(r.result.durationMs)} ms)`);
+        }
+        const failed = results.filter((r) => !r.result.ok);
+        if (failed.length > 0) {
+          throw new CliError(`alerts test: ${failed.length} of ${results.length} channels failed: ` +
+            failed.map((r) => `${r.channel.kind} ${r.channel.id} (${r.detail})`).join('; '));
+        }
+      });
+    });
+}

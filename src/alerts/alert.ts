@@ -1,0 +1,86 @@
+import { raw, rawOrNull, stringifyJson } from '../budget/json.js';
+
+export const CHANNEL_KINDS = ['slack', 'teams', 'email', 'webhook'] as const;
+export type ChannelKind = (typeof CHANNEL_KINDS)[number];
+
+/** A channel as the senders need it (the secret included: never print or log this object). */
+export interface AlertChannel {
+  id: string;
+  kind: ChannelKind;
+  target: string;
+  secret: string | null;
+}
+
+export interface TopModel {
+  provider: string;
+  model: string;
+  spend: string;
+  requests: string;
+}
+export interface TopTag {
+  key: string;
+  value: string;
+  spend: string;
+  requests: string;
+}
+
+/** One alert as stored in the outbox payload. Money and counters stay decimal strings so the
+ *  webhook body carries them exactly; the same stored alert yields the same body on every retry. */
+export interface BudgetAlert {
+  id: string;
+  /** `budget.test` only for `meter alerts test`. */
+  type: 'budget.threshold' | 'budget.test';
+  account: string;
+  month: string;
+  /** 50, 80 or 100; null in a test message. */
+  level: number | null;
+  spend: string;
+  /** null in a test message for an account without a budget. */
+  budget: string | null;
+  utilization_pct: string | null;
+  top_models: TopModel[];
+  top_tags: TopTag[];
+  created_at: string;
+}
+
+/** The webhook body of CONTRACT §6, keys in the contract's order, money as exact JSON numbers. */
+export function webhookBody(a: BudgetAlert): string {
+  return stringifyJson({
+    id: a.id,
+    type: a.type,
+    account: a.account,
+    month: a.month,
+    level: a.level,
+    spend: raw(a.spend),
+    budget: rawOrNull(a.budget),
+    utilization_pct: rawOrNull(a.utilization_pct),
+    top_models: a.top_models.map((m) => ({ provider: m.provider, model: m.model, spend: raw(m.spend), requests: raw(m.requests) })),
+    top_tags: a.top_tags.map((t) => ({ key: t.key, value: t.value, spend: raw(t.spend), requests: raw(t.requests) })),
+    created_at: a.created_at,
+  });
+}
+
+/** One line that says what happened, for chat messages and e-mail subjects. */
+export function alertHeadline(a: BudgetAlert): string {
+  if (a.type === 'budget.test') return `Test message from meter for account ${a.account}`;
+  return `Budget alert: ${a.account} has reached ${a.level}% of its ${a.month} budget`;
+}
+
+/** Label/value pairs shown by the human-facing channels. */
+export function alertFacts(a: BudgetAlert): [string, string][] {
+  const facts: [string, string][] = [['Account', a.account], ['Month', a.month]];
+  if (a.level !== null) facts.push(['Level', `${a.level}%`]);
+  facts.push(['Spend', `$${a.spend}`]);
+  facts.push(['Budget', a.budget === null ? 'none set' : `$${a.budget}`]);
+  if (a.utilization_pct !== null) facts.push(['Utilisation', `${a.utilization_pct}%`]);
+  return facts;
+}
+
+/** "openai/gpt-4o: $12.5 (340 requests)" lines for the top models, then the top tags. */
+export function alertTopLines(a: BudgetAlert): { models: string[]; tags: string[] } {
+  const requests = (n: string) => `${n} request${n === '1' ? '' : 's'}`;
+  return {
+    models: a.top_models.map((m) => `${m.provider}/${m.model}: $${m.spend} (${requests(m.requests)})`),
+    tags: a.top_tags.map((t) => `${t.key}=${t.value}: $${t.spend} (${requests(t.requests)})`),
+  };
+}

@@ -1,0 +1,93 @@
+import type { Logger } from '../log.js';
+import type { Component } from '../server/daemon.js';
+import type { Db } from '../store/types.js';
+import { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy } from './backoff.js';
+import { sendToChannel } from './channels/index.js';
+import { claimDueDeliveries, recordDeliveryAttempt, type ClaimedDelivery } from './outbox.js';
+
+export interface AlertDelivererOptions {
+  /** How often the outbox is polled for due deliveries. */
+  pollMs: number;
+  retry: RetryPolicy;
+  /** Longest one attempt may take. */
+  timeoutMs: number;
+  /** Deliveries claimed per round. */
+  batchSize: number;
+  smtpUrl?: string;
+}
+
+export const DEFAULT_DELIVERER_OPTIONS: Readonly<AlertDelivererOptions> = Object.freeze({
+  pollMs: 1_000,
+  retry: DEFAULT_RETRY_POLICY,
+  timeoutMs: 10_000,
+  batchSize: 20,
+});
+
+/**
+ * The outbox deliverer: claims due deliveries, sends each to its channel, logs every attempt,
+ * retries failures with exponential backoff and gives up after the policy's window. Delivery is
+ * at least once (a sidecar dying mid-send leaves the row due again); receivers drop duplicates
+ * by the event id.
+ */
+export class AlertDeliverer implements Component {
+  readonly name = 'alerts';
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = false;
+  private failing = false;
+
+  constructor(private readonly db: Db, private readonly logger: Logger, private readonly opts: AlertDelivererOptions) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Delivers everything due now, round after round; returns how many attempts were made. */
+  async deliverDue(): Promise<number> {
+    // The lease outlasts an attempt, so no other sidecar picks up a delivery still in flight.
+    const leaseMs = this.opts.timeoutMs * 3 + 30_000;
+    let attempts = 0;
+    for (;;) {
+      const claimed = await claimDueDeliveries(this.db, this.opts.batchSize, leaseMs);
+      if (claimed.length === 0) return attempts;
+      // One delivery per channel per round (the claim's ordering rule): send them side by side.
+      await Promise.all(claimed.map((d) => this.deliver(d)));
+      attempts += claimed.length;
+      if (this.stopped) return attempts;
+    }
+  }
+
+  private async deliver(d: ClaimedDelivery): Promise<void> {
+    const result = await sendToChannel(d.channel, d.alert, { timeoutMs: this.opts.timeoutMs, smtpUrl: this.opts.smtpUrl });
+    const retryInMs = retryDelayMs(this.opts.retry, d.attempts);
+    const status = await recordDeliveryAttempt(this.db, d, result, retryInMs, this.opts.retry.giveUpAfterMs);
+    // Channel id and kind only: targets (Slack/Teams URLs) and secrets are credentials.
+    const fields = { delivery_id: d.id, event_id: d.alert.id, channel_id: d.channel.id, kind: d.channel.kind, attempt: d.attempts };
+    if (result.ok) this.logger.info({ ...fields, duration_ms: result.durationMs }, 'alert delivered');
+    else if (status === 'failed') this.logger.error({ ...fields, error: result.error }, 'alert delivery failed for good; giving up');
+    else this.logger.warn({ ...fields, error: result.error, retry_in_ms: retryInMs }, 'alert delivery failed; will retry');
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      const run = this.deliverDue().then(
+        () => {
+          this.failing = false;
+        },
+        (err: Error) => {
+          if (!this.failing) this.logger.warn({ err: { message: err.message } }, 'alert outbox unavailable; retrying');
+          this.failing = true;
+        },
+      );
+      this.running = run.finally(() => this.schedule(this.opts.pollMs));
+    }, delayMs);
+    this.timer.unref();
+  }
+}

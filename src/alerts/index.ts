@@ -1,0 +1,13 @@
+import type { DaemonContext } from '../server/daemon.js';
+import { AlertDeliverer, DEFAULT_DELIVERER_OPTIONS, type AlertDelivererOptions } from './deliverer.js';
+
+export { AlertDeliverer, type AlertDelivererOptions } from './deliverer.js';
+
+/** The daemon component (components.ts): delivers queued budget alerts. */
+export function createAlertDeliverer(ctx: DaemonContext, opts: Partial<AlertDelivererOptions> = {}): AlertDeliverer {
+  return new AlertDeliverer(ctx.store, ctx.logger.child({ component: 'alerts' }), {
+    ...DEFAULT_DELIVERER_OPTIONS,
+    smtpUrl: ctx.config.smtpUrl,
+    ...opts,
+  });
+}

@@ -1,0 +1,130 @@
+import type { Logger } from '../log.js';
+import type { Component } from '../server/daemon.js';
+import type { Db } from '../store/types.js';
+import { composeAlert } from './compose-alert.js';
+import { formatUnits, reached, toUnits } from './money.js';
+import { monthWindow } from './month.js';
+import { fireLevel, LEVELS, loadBudgetStates, type BudgetRow } from './queries.js';
+
+/** What the daemon knows about one budgeted account, as of the last refresh. */
+export interface BudgetSnapshot {
+  accountId: string;
+  account: string;
+  /** "YYYY-MM" (UTC). */
+  month: string;
+  /** Monthly budget in USD, decimal text, and in units of 1e-8 USD. */
+  budget: string;
+  budgetUnits: bigint;
+  /** true when the budget asks for a hard cap and the account's plan includes one. */
+  hardCap: boolean;
+  /** Month-to-date spend of the whole fleet (every sidecar's writes), decimal text and units. */
+  spend: string;
+  spendUnits: bigint;
+  levelsFired: number[];
+  refreshedAt: Date;
+}
+
+export interface BudgetMonitorOptions {
+  /** How often spend is re-read; the daemon uses config.flushIntervalMs. */
+  intervalMs: number;
+  /** Clock (tests move it across a month boundary). */
+  now?: () => Date;
+}
+
+/**
+ * Re-reads every budgeted account's month-to-date spend from usage_daily each interval, keeps it
+ * in memory for the hard cap, and fires the 50/80/100% levels it finds crossed, in order.
+ */
+export class BudgetMonitor implements Component {
+  readonly name = 'budget';
+  private states = new Map<string, BudgetSnapshot>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = false;
+  private failing = false;
+  private readonly now: () => Date;
+
+  constructor(private readonly db: Db, private readonly logger: Logger, private readonly opts: BudgetMonitorOptions) {
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  /** Month-to-date spend in USD (decimal text) of a budgeted account; undefined without a budget. */
+  monthToDateSpend(accountId: string): string | undefined {
+    return this.states.get(accountId)?.spend;
+  }
+
+  /** The budget, hard-cap flag and month-to-date spend of an account; undefined without a budget. */
+  budgetOf(accountId: string): BudgetSnapshot | undefined {
+    return this.states.get(accountId);
+  }
+
+  async start(): Promise<void> {
+    // The first read happens before the daemon serves, so the hard cap starts informed.
+    await this.tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One pass: re-read spend, fire what is crossed. Returns the levels this call fired. */
+  async refresh(): Promise<{ account: string; level: number }[]> {
+    const window = monthWindow(this.now());
+    const rows = await loadBudgetStates(this.db, window);
+    const refreshedAt = new Date();
+    this.states = new Map(rows.map((r) => [r.account_id, snapshot(r, window.month, refreshedAt)]));
+    const fired: { account: string; level: number }[] = [];
+    for (const row of rows) {
+      const state = this.states.get(row.account_id)!;
+      const due = LEVELS.filter((l) => reached(state.spendUnits, state.budgetUnits, l) && !row.fired.includes(l));
+      for (const level of due) {
+        // Ascending: a jump from 0 to 120% sends 50, then 80, then 100.
+        const alert = await composeAlert(this.db, {
+          type: 'budget.threshold', accountId: row.account_id, account: row.account, window,
+          level, spend: row.spend, budget: row.budget, createdAt: this.now(),
+        });
+        const result = await fireLevel(this.db, {
+          accountId: row.account_id, month: window.month, level, eventId: alert.id,
+          spend: row.spend, budget: row.budget, payload: alert,
+        });
+        if (!result.fired) continue; // another sidecar fired it first, or the budget just changed
+        state.levelsFired.push(level);
+        fired.push({ account: row.account, level });
+        this.logger.info({ account: row.account, month: window.month, level, channels: result.queued, event_id: alert.id },
+          'budget level reached; alert queued');
+      }
+    }
+    return fired;
+  }
+
+  private async tick(): Promise<void> {
+    const run = this.refresh().then(
+      () => {
+        if (this.failing) this.logger.info('budget monitor: store reachable again');
+        this.failing = false;
+      },
+      (err: Error) => {
+        // Once per outage, not every interval.
+        if (!this.failing) this.logger.warn({ err: { message: err.message } }, 'budget monitor: refresh failed; retrying');
+        this.failing = true;
+      },
+    );
+    this.running = run;
+    await run;
+    if (!this.stopped) {
+      this.timer = setTimeout(() => void this.tick(), this.opts.intervalMs);
+      this.timer.unref();
+    }
+  }
+}
+
+function snapshot(r: BudgetRow, month: string, refreshedAt: Date): BudgetSnapshot {
+  const budgetUnits = toUnits(r.budget);
+  const spendUnits = toUnits(r.spend);
+  return {
+    accountId: r.account_id, account: r.account, month, budget: formatUnits(budgetUnits), budgetUnits, hardCap: r.hard_cap,
+    spend: formatUnits(spendUnits), spendUnits, levelsFired: [...r.fired], refreshedAt,
+  };
+}
