@@ -149,10 +149,12 @@ export const MAX_KEPT_TEXT_CHARS = 1 << 20;
 
 /** Generated text of one stream, kept up to a cap so memory stays bounded on huge outputs. */
 export class TextCollector {
+  /** Recent pieces; they may be slices that keep their whole event string alive, so every
+   *  256 of them are joined into one flat string that holds nothing else. */
   private parts: string[] = [];
+  private flat: string[] = [];
   private kept = 0;
   private total = 0;
-  private joined: string | undefined;
 
   constructor(private readonly cap = MAX_KEPT_TEXT_CHARS) {}
 
@@ -163,15 +165,18 @@ export class TextCollector {
     const part = s.length > room ? s.slice(0, room) : s;
     this.parts.push(part);
     this.kept += part.length;
-    this.joined = undefined;
+    if (this.parts.length >= 256) this.compact();
+  }
+
+  private compact(): void {
+    if (this.parts.length > 0) this.flat.push(this.parts.join(''));
+    this.parts = [];
   }
 
   text(): string {
-    if (this.joined === undefined) {
-      this.joined = this.parts.length === 1 ? this.parts[0]! : this.parts.join('');
-      this.parts = this.joined === '' ? [] : [this.joined];
-    }
-    return this.joined;
+    this.compact();
+    if (this.flat.length > 1) this.flat = [this.flat.join('')];
+    return this.flat[0] ?? '';
   }
 
   /** All characters seen, including those past the cap. */

@@ -34,6 +34,15 @@ describe('JSON scanning without parsing', () => {
     expect(firstStringField('{"reasoning_content":"r"}', 'reasoning')).toBeUndefined();
   });
 
+  it('keeps the text whole across many pieces', () => {
+    const c = new TextCollector();
+    const pieces = Array.from({ length: 1000 }, (_, i) => `w${i} `);
+    for (const p of pieces) c.add(p);
+    expect(c.text()).toBe(pieces.join(''));
+    c.add('end');
+    expect(c.text()).toBe(`${pieces.join('')}end`);
+  });
+
   it('bounds the kept text but counts every character', () => {
     const c = new TextCollector(10);
     c.add('0123456');
