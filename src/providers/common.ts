@@ -51,7 +51,7 @@ export function parse(data: string): Obj | undefined {
   }
 }
 
-/** Path without leading slash or query, lower-cased tail checks are done by callers. */
+/** Does the request path (query and trailing slashes ignored) end with `tail`? */
 export function pathEndsWith(req: RequestInfo, tail: string): boolean {
   let p = req.path;
   const q = p.indexOf('?');
