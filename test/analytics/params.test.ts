@@ -41,6 +41,7 @@ describeEachBackend('analytics parameters', (backend) => {
     ['/analytics/events?from=yesterday', 'from', 'ISO 8601'],
     ['/analytics/events?to=2026-05-14T25:00:00Z', 'to', 'ISO 8601'],
     ['/analytics/events?from=2026-05-14&to=2026-05-01', 'to', 'later than from'],
+    ['/analytics/events?from=2026-05-14T00:00:00.000001Z&to=2026-05-14T00:00:00.000001Z', 'to', 'later than from'],
     ['/analytics/events?offset=50', 'offset', 'limit, cursor, provider, model, tag, from, to'],
   ];
 
