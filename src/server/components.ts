@@ -1,8 +1,10 @@
+import { meteringComponent, meteringFor } from '../metering/index.js';
 import { proxyComponent } from '../proxy/component.js';
 import type { ComponentFactory } from './daemon.js';
 
 /** Every feature of the daemon, in start order (stopped in reverse). */
 export const components: ComponentFactory[] = [
-  // `metering: (ctx) => Metering` plugs the usage metering in; until then calls are forwarded unmetered.
-  proxyComponent(),
+  // The event writer starts first and stops last: every drained call's event is written before exit.
+  meteringComponent,
+  proxyComponent({ metering: (ctx) => meteringFor(ctx).metering }),
 ];

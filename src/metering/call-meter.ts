@@ -1,0 +1,213 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Pricer } from '../pricing/index.js';
+import { estimateUsage } from '../providers/estimate.js';
+import { getProvider, StreamFramer, streamFormat } from '../providers/index.js';
+import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from '../providers/types.js';
+import type { MeteringCounters } from './counters.js';
+import { createDecoder, type BodyDecoder } from './decode.js';
+import type { UsageEvent, UsageSource } from './event.js';
+import { JsonCapture } from './json-capture.js';
+import type { CallMeter, CallStart, EventSink } from './types.js';
+
+export interface CallMeterDeps {
+  pricer: Pricer;
+  sink: EventSink;
+  counters: MeteringCounters;
+  /** Logs an internal failure (the call itself is never affected). */
+  onError(step: string, err: unknown, call: CallStart): void;
+  maxJsonBytes?: number;
+}
+
+const ZERO_USAGE: Usage = {
+  inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0,
+};
+
+/**
+ * One call, observed off to the side of the client's bytes: the response is decoded
+ * (Content-Encoding), framed (SSE / NDJSON) into the provider's stream accumulator or kept as
+ * bounded JSON, and `end` turns it into exactly one usage event. No method throws; after an
+ * internal failure the meter stops observing and the event falls back to an estimate.
+ */
+export class MeteredCall implements CallMeter {
+  private readonly provider: Provider | undefined;
+  private req: RequestInfo;
+  private status = 0;
+  private headAt: number | undefined;
+  private firstByteAt: number | undefined;
+  private decoder: BodyDecoder | undefined;
+  private framer: StreamFramer | undefined;
+  private acc: StreamAccumulator | undefined;
+  private json: JsonCapture | undefined;
+  /** The body could not be read (unknown encoding, internal failure): usage is estimated. */
+  private unreadable = false;
+  private decodedOk = true;
+  private ended = false;
+
+  constructor(private readonly call: CallStart, private readonly deps: CallMeterDeps) {
+    this.provider = getProvider(call.provider);
+    this.req = { path: call.path, body: undefined };
+  }
+
+  requestBody(body: Buffer | undefined): void {
+    if (!body || body.length === 0) return;
+    try {
+      this.req = { path: this.call.path, body: JSON.parse(body.toString('utf8')) };
+    } catch {
+      // not JSON: the model (Gemini: the path) and estimates do without it
+    }
+  }
+
+  responseHead(status: number, headers: IncomingHttpHeaders): void {
+    try {
+      this.status = status;
+      this.headAt = performance.now();
+      const contentType = headers['content-type'];
+      const format = streamFormat(Array.isArray(contentType) ? contentType[0] : contentType);
+      if (format && this.provider) {
+        this.acc = this.provider.streamAccumulator(this.req);
+        const framer = new StreamFramer(format, this.acc);
+        this.framer = framer;
+        this.decoder = createDecoder(headers['content-encoding'], (b) => framer.push(b));
+      } else {
+        const json = new JsonCapture(this.deps.maxJsonBytes);
+        this.json = json;
+        this.decoder = createDecoder(headers['content-encoding'], (b) => json.push(b));
+      }
+      if (!this.decoder) this.unreadable = true;
+    } catch (err) {
+      this.fail('responseHead', err);
+    }
+  }
+
+  responseChunk(chunk: Buffer): void {
+    if (this.firstByteAt === undefined) this.firstByteAt = performance.now();
+    if (this.unreadable || !this.decoder) return;
+    try {
+      this.decoder.write(chunk);
+    } catch (err) {
+      this.fail('responseChunk', err);
+    }
+  }
+
+  end(outcome: { completed: boolean; status?: number }): void {
+    if (this.ended) return;
+    this.ended = true;
+    const endedAt = performance.now();
+    const finish = (decodedOk: boolean) => {
+      this.decodedOk = decodedOk;
+      let event: UsageEvent;
+      try {
+        event = this.build(outcome, endedAt);
+      } catch (err) {
+        this.fail('end', err);
+        event = this.fallbackEvent(outcome, endedAt);
+      }
+      this.deps.counters.record(event);
+      this.deps.sink.push(event);
+    };
+    if (!this.decoder || this.unreadable) return finish(true);
+    try {
+      this.decoder.end(finish);
+    } catch (err) {
+      this.fail('end', err);
+      finish(false);
+    }
+  }
+
+  private fail(step: string, err: unknown): void {
+    if (!this.unreadable) this.deps.onError(step, err, this.call);
+    this.unreadable = true;
+    this.deps.counters.internalErrors++;
+  }
+
+  private build(outcome: { completed: boolean; status?: number }, endedAt: number): UsageEvent {
+    const status = outcome.status ?? (this.status || 502);
+    const requestedModel = this.provider?.requestModel(this.req) ?? null;
+    let result: UsageResult = {};
+    if (this.acc && this.framer) {
+      if (!this.unreadable) this.framer.flush();
+      result = this.acc.result();
+    } else if (this.json && !this.unreadable && this.provider) {
+      const body = this.json.value();
+      if (body !== undefined) result = this.provider.usageFromJson(body, this.req);
+    }
+    const { usage, source } = this.usageOf(result, status, outcome.completed, requestedModel);
+    const model = result.model ?? requestedModel ?? 'unknown';
+    const priced = source === 'none'
+      ? { cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion }
+      : this.deps.pricer.cost({ provider: this.call.provider, model: result.model ?? null, requestedModel, usage, time: this.call.time });
+    const firstByte = this.firstByteAt ?? this.headAt;
+    return {
+      id: this.call.id,
+      time: this.call.time.toISOString(),
+      accountId: this.call.principal.accountId,
+      keyId: this.call.principal.keyId,
+      provider: this.call.provider,
+      model,
+      requestedModel,
+      status,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      cachedInputTokens: usage.cachedInputTokens,
+      cacheWriteTokens: usage.cacheWriteTokens,
+      reasoningTokens: usage.reasoningTokens,
+      cost: priced.cost,
+      unpriced: priced.unpriced,
+      priceVersion: priced.priceVersion,
+      usageSource: source,
+      latencyMs: round3(endedAt - this.call.startedAt),
+      ttfbMs: firstByte === undefined ? null : round3(firstByte - this.call.startedAt),
+      stream: this.acc !== undefined,
+      tags: this.call.tags,
+      providerCostTicks: usage.providerCostTicks?.toString() ?? null,
+    };
+  }
+
+  /**
+   * Provider usage when the response carried it whole. A successful stream without it (no
+   * include_usage, client gone, cut short) is estimated from the request and the streamed
+   * text — never a silent zero; so is a JSON answer the client left before it was complete.
+   * A provider error without usage costs nothing ("none").
+   */
+  private usageOf(result: UsageResult, status: number, completed: boolean, requestedModel: string | null): { usage: Usage; source: UsageSource } {
+    const ok = status >= 200 && status < 300;
+    const whole = result.usage !== undefined && !result.incomplete && !this.unreadable && this.decodedOk;
+    if (whole) return { usage: result.usage!, source: 'provider' };
+    const streamed = this.acc !== undefined;
+    const estimate = ok && (streamed || !completed || this.unreadable || !this.decodedOk) && (streamed || requestedModel !== null);
+    if (!estimate) return result.usage ? { usage: result.usage, source: 'provider' } : { usage: ZERO_USAGE, source: 'none' };
+    const est = estimateUsage(this.req, this.acc);
+    const got = result.usage;
+    if (!got) return { usage: est, source: 'estimated' };
+    // What the provider reported so far is a lower bound (e.g. Anthropic's message_start).
+    const merged: Usage = { ...got };
+    if (est.inputTokens > got.inputTokens) merged.inputTokens = est.inputTokens;
+    if (est.outputTokens > got.outputTokens) merged.outputTokens = est.outputTokens;
+    return { usage: merged, source: 'estimated' };
+  }
+
+  /** An event even when building one failed: the call happened and must be counted. */
+  private fallbackEvent(outcome: { status?: number }, endedAt: number): UsageEvent {
+    const requested = safe(() => this.provider?.requestModel(this.req)) ?? null;
+    return {
+      id: this.call.id, time: this.call.time.toISOString(), accountId: this.call.principal.accountId,
+      keyId: this.call.principal.keyId, provider: this.call.provider, model: requested ?? 'unknown',
+      requestedModel: requested, status: outcome.status ?? (this.status || 502),
+      inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+      cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion, usageSource: 'none',
+      latencyMs: round3(endedAt - this.call.startedAt), ttfbMs: null, stream: this.acc !== undefined,
+      tags: this.call.tags, providerCostTicks: null,
+    };
+  }
+}
+
+const round3 = (ms: number) => Math.round(Math.max(0, ms) * 1000) / 1000;
+
+function safe<T>(fn: () => T): T | undefined {
+  try {
+    return fn();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,64 @@
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import { Pricer } from '../pricing/index.js';
+import type { Component, ComponentFactory, DaemonContext } from '../server/daemon.js';
+import type { Db } from '../store/types.js';
+import { EventWriter, spoolDirOf, type EventWriterOptions } from '../store/writer.js';
+import { MeteringService } from './metering.js';
+
+export { MeteringService } from './metering.js';
+export { MeteringCounters } from './counters.js';
+export { parseTags } from './tags.js';
+export { uuidv7 } from './ids.js';
+export type { CallMeter, CallStart, EventSink, Metering } from './types.js';
+export type { UsageEvent, UsageSource } from './event.js';
+
+export interface MeteringDeps {
+  config: Pick<Config, 'dataDir' | 'flushIntervalMs' | 'pricesFile'>;
+  logger: Logger;
+  store: Db;
+  /** Default: the catalogue plus METER_PRICES_FILE (config.pricesFile). */
+  pricer?: Pricer;
+  /** Tuning for tests (batch size, memory bound, timeouts). */
+  writer?: Partial<Omit<EventWriterOptions, 'db' | 'logger'>>;
+}
+
+export interface MeteringSetup {
+  /** What the proxy calls for every call. */
+  metering: MeteringService;
+  /** The durable pipeline behind it (the EventSink). */
+  writer: EventWriter;
+  /** The daemon component: replays the spool on start, writes everything on stop. */
+  component: Component;
+}
+
+/** The metering and its event writer, wired together. The pricer is built here, so a bad
+ *  METER_PRICES_FILE stops the daemon at start. */
+export function createMetering(deps: MeteringDeps): MeteringSetup {
+  const pricer = deps.pricer ?? new Pricer(deps.config.pricesFile ? { pricesFile: deps.config.pricesFile } : {});
+  const writer = new EventWriter({
+    db: deps.store,
+    logger: deps.logger,
+    spoolDir: spoolDirOf(deps.config.dataDir),
+    flushIntervalMs: deps.config.flushIntervalMs,
+    ...deps.writer,
+  });
+  const metering = new MeteringService({ pricer, sink: writer, logger: deps.logger });
+  return { metering, writer, component: writer };
+}
+
+const perDaemon = new WeakMap<DaemonContext, MeteringSetup>();
+
+/** The one MeteringSetup of a daemon: the metering component and the proxy share it. */
+export function meteringFor(ctx: DaemonContext): MeteringSetup {
+  let setup = perDaemon.get(ctx);
+  if (!setup) {
+    setup = createMetering(ctx);
+    perDaemon.set(ctx, setup);
+  }
+  return setup;
+}
+
+/** The daemon component (register it before the proxy: started first, stopped last, so every
+ *  event of a drained call is written before exit). */
+export const meteringComponent: ComponentFactory = (ctx) => meteringFor(ctx).component;

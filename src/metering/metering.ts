@@ -1,0 +1,57 @@
+import type { Logger } from '../log.js';
+import type { Pricer } from '../pricing/index.js';
+import { MeteredCall } from './call-meter.js';
+import { MeteringCounters } from './counters.js';
+import type { UsageEvent } from './event.js';
+import type { CallMeter, CallStart, EventSink, Metering } from './types.js';
+
+export interface MeteringOptions {
+  pricer: Pricer;
+  sink: EventSink;
+  logger: Pick<Logger, 'warn' | 'error'>;
+  /** Largest non-streaming body parsed whole (beyond: head and tail only). */
+  maxJsonBytes?: number;
+}
+
+/** The proxy's Metering: one MeteredCall per call, every event counted, then handed to the sink. */
+export class MeteringService implements Metering {
+  readonly counters = new MeteringCounters();
+  private readonly warnedUnpriced = new Set<string>();
+  private readonly sink: EventSink;
+
+  constructor(private readonly opts: MeteringOptions) {
+    this.sink = { push: (event) => this.deliver(event) };
+  }
+
+  begin(call: CallStart): CallMeter {
+    return new MeteredCall(call, {
+      pricer: this.opts.pricer,
+      sink: this.sink,
+      counters: this.counters,
+      onError: (step, err, c) => this.opts.logger.error(
+        { err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, provider: c.provider, eventId: c.id },
+        `metering: ${step} failed; the call is metered from what was seen`,
+      ),
+      ...(this.opts.maxJsonBytes ? { maxJsonBytes: this.opts.maxJsonBytes } : {}),
+    });
+  }
+
+  private deliver(event: UsageEvent): void {
+    if (event.unpriced) this.warnUnpriced(event);
+    try {
+      this.opts.sink.push(event);
+    } catch (err) {
+      this.counters.internalErrors++;
+      this.opts.logger.error({ err: { message: (err as Error).message }, eventId: event.id }, 'metering: the event sink failed');
+    }
+  }
+
+  /** Once per provider/model (bounded): an operator can add the price in METER_PRICES_FILE. */
+  private warnUnpriced(event: UsageEvent): void {
+    const name = `${event.provider}/${event.model}`;
+    if (this.warnedUnpriced.has(name) || this.warnedUnpriced.size >= 1000) return;
+    this.warnedUnpriced.add(name);
+    this.opts.logger.warn({ provider: event.provider, model: event.model, requestedModel: event.requestedModel },
+      'no price known for this model: its calls are recorded with cost 0 and flagged unpriced (add it to METER_PRICES_FILE)');
+  }
+}
