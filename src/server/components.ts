@@ -1,3 +1,5 @@
+import { createAlertDeliverer } from '../alerts/index.js';
+import { createBudgetMonitor } from '../budget/index.js';
 import { meteringComponent, meteringFor } from '../metering/index.js';
 import { proxyComponent } from '../proxy/component.js';
 import type { ComponentFactory } from './daemon.js';
@@ -6,5 +8,8 @@ import type { ComponentFactory } from './daemon.js';
 export const components: ComponentFactory[] = [
   // The event writer starts first and stops last: every drained call's event is written before exit.
   meteringComponent,
+  // Month-to-date spend per budgeted account and the 50/80/100% alerts (budgetMonitorOf(ctx) for the hard cap).
+  (ctx) => createBudgetMonitor(ctx),
   proxyComponent({ metering: (ctx) => meteringFor(ctx).metering }),
+  (ctx) => createAlertDeliverer(ctx),
 ];
