@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
+import { registerAlerts } from './commands/alerts.js';
+import { registerBudget } from './commands/budget.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
@@ -15,6 +17,8 @@ registerStart(program);
 registerMigrate(program);
 registerPricing(program);
 registerPlans(program);
+registerBudget(program);
+registerAlerts(program);
 
 try {
   await program.parseAsync(process.argv);
