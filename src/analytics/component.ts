@@ -8,7 +8,6 @@ import type { Authenticator, Principal } from '../auth/types.js';
 import type { Component } from '../server/daemon.js';
 import { sendError, sendJson } from '../server/errors.js';
 import type { Queryable } from '../store/types.js';
-import { budgetSource } from './budget-source.js';
 import { listEvents } from './events-query.js';
 import { toJson, type JsonValue } from './json.js';
 import { byTagParams, dailyParams, eventsParams, parseParams, summaryParams, type ParamResult } from './params.js';
@@ -28,7 +27,6 @@ type Run = (principal: Principal, search: URLSearchParams) => Promise<ParamResul
 
 export function createAnalytics({ store, authenticator, now = () => new Date(), planGate }: AnalyticsOptions): Component {
   const gate = planGate ?? createPlanGate(store);
-  const budgets = budgetSource(store);
 
   /** Validates the query string, then runs the endpoint's query for the caller's account. */
   const withParams = <T>(result: ParamResult<T>, run: (p: T) => Promise<JsonValue>): Promise<ParamResult<JsonValue>> =>
@@ -36,8 +34,7 @@ export function createAnalytics({ store, authenticator, now = () => new Date(), 
 
   const endpoints: Record<Endpoint, Run> = {
     daily: (who, q) => withParams(parseParams(dailyParams, q), (p) => daily(store, who.accountId, now(), p.days)),
-    summary: (who, q) =>
-      withParams(parseParams(summaryParams, q), async () => summary(store, who.accountId, now(), await budgets())),
+    summary: (who, q) => withParams(parseParams(summaryParams, q), () => summary(store, who.accountId, now())),
     'by-tag': (who, q) =>
       withParams(parseParams(byTagParams, q), (p) => byTag(store, who.accountId, now(), p.key, p.period)),
     events: (who, q) => withParams(parseParams(eventsParams, q), (p) => listEvents(store, who.accountId, p)),

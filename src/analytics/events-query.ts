@@ -8,6 +8,7 @@ import type { Queryable } from '../store/types.js';
 import { encodeCursor } from './cursor.js';
 import { integer, money, type JsonValue } from './json.js';
 import type { EventsParams } from './params.js';
+import { ACCOUNT_TAG_KEY, ACCOUNT_TAGS_EXPR, chooseTagStrategy } from './tag-filter.js';
 
 interface EventRow {
   event_id: string;
@@ -39,18 +40,34 @@ const COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:M
   requested_model, price_version`;
 
 export async function listEvents(db: Queryable, accountId: string, p: EventsParams): Promise<JsonValue> {
+  const strategy = p.tag
+    ? await chooseTagStrategy(db, accountId, p.tag, { fromDay: p.from && utcDayOf(p.from), toDay: dayOfUpperBound(p) }, p.limit)
+    : undefined;
+  if (strategy === 'none') return { events: [], next_cursor: null };
+
   const params: unknown[] = [];
   const arg = (v: unknown) => `$${params.push(v)}`;
-  const where = [`account_id = ${arg(accountId)}`];
+  const where: string[] = [];
+  if (p.tag && strategy === 'lookup') {
+    // Only the GIN expression index answers this; the account is part of the lookup.
+    const wanted = { [ACCOUNT_TAG_KEY]: accountId.toLowerCase(), [p.tag.key]: p.tag.value };
+    where.push(`${ACCOUNT_TAGS_EXPR} @> ${arg(JSON.stringify(wanted))}::jsonb`);
+  } else {
+    where.push(`account_id = ${arg(accountId)}`);
+    if (p.tag) where.push(`tags @> ${arg(JSON.stringify({ [p.tag.key]: p.tag.value }))}::jsonb`);
+  }
   if (p.provider) where.push(`provider = ${arg(p.provider)}`);
   if (p.model) where.push(`model = ${arg(p.model)}`);
-  if (p.tag) where.push(`tags @> ${arg(JSON.stringify({ [p.tag.key]: p.tag.value }))}::jsonb`);
   if (p.from) where.push(`time >= ${arg(p.from)}::timestamptz`);
   if (p.to) where.push(`time < ${arg(p.to)}::timestamptz`);
   if (p.cursor) where.push(`(time, event_id) < (${arg(p.cursor.time)}::timestamptz, ${arg(p.cursor.eventId)}::uuid)`);
-  // One row more than asked tells whether another page exists.
-  const sql = `SELECT ${COLUMNS} FROM usage_events WHERE ${where.join(' AND ')}
-    ORDER BY time DESC, event_id DESC LIMIT ${arg(p.limit + 1)}`;
+  const filter = `FROM usage_events WHERE ${where.join(' AND ')}`;
+  const order = `ORDER BY time DESC, event_id DESC LIMIT ${arg(p.limit + 1)}`;
+  // One row more than asked tells whether another page exists. A lookup is materialised first
+  // so the planner cannot trade the few matches for a walk of the whole table in time order.
+  const sql = strategy === 'lookup'
+    ? `WITH matches AS MATERIALIZED (SELECT * ${filter}) SELECT ${COLUMNS} FROM matches ${order}`
+    : `SELECT ${COLUMNS} ${filter} ${order}`;
   const rows = await db.query<EventRow>(sql, params);
   const page = rows.slice(0, p.limit);
   const last = page[page.length - 1];
@@ -59,6 +76,15 @@ export async function listEvents(db: Queryable, accountId: string, p: EventsPara
     events: page.map(toEvent),
     next_cursor: more ? encodeCursor({ time: last.time_utc, eventId: last.event_id }) : null,
   };
+}
+
+/** The UTC day of an ISO instant that may carry an offset. */
+const utcDayOf = (iso: string) => new Date(Date.parse(iso)).toISOString().slice(0, 10);
+
+/** The last UTC day the page can reach: the earlier of `to` and the cursor. */
+function dayOfUpperBound(p: EventsParams): string | undefined {
+  const ends = [p.to, p.cursor?.time].filter((t): t is string => t !== undefined);
+  return ends.length ? utcDayOf(ends.reduce((a, b) => (Date.parse(a) <= Date.parse(b) ? a : b))) : undefined;
 }
 
 /** `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */

@@ -3,6 +3,7 @@
  * events (DESIGN "Storage": ~1 ms on rollups, hundreds of ms on raw events at 5M rows). Sums
  * stay NUMERIC in SQL and reach the JSON as their decimal text (json.ts).
  */
+import { toUnits, utilizationPct } from '../budget/money.js';
 import type { Queryable } from '../store/types.js';
 import { addDays, currentMonth, currentPeriod, dailyWindow, type Period } from './calendar.js';
 import { integer, money, type JsonValue } from './json.js';
@@ -30,16 +31,19 @@ export async function daily(db: Queryable, accountId: string, now: Date, days: n
   return { days: rows.map((r) => ({ date: r.date, spend: money(r.spend), requests: integer(r.requests) })) };
 }
 
-/** `b` is one row (budget, hard_cap) from budget-source.ts. */
-const summaryTotalsSql = (budget: string) => `
-SELECT coalesce(sum(d.spend), 0)::text AS spend,
-       coalesce(sum(d.requests), 0)::text AS requests,
-       b.budget::text AS budget,
-       coalesce(b.hard_cap, false) AS hard_cap,
-       round(coalesce(sum(d.spend), 0) * 100 / nullif(b.budget, 0), 2)::text AS utilization_pct
-FROM ${budget} AS b
-LEFT JOIN usage_daily AS d ON d.account_id = $1 AND d.day >= $2::date AND d.day < $3::date
-GROUP BY b.budget, b.hard_cap`;
+/** The month's totals and the account's budget (sql/004). A hard cap counts only while the
+ *  plan has one (plans.hard_cap), as `meter budget show` says. `(SELECT 1)` keeps one row. */
+const SUMMARY_TOTALS_SQL = `
+SELECT coalesce((SELECT sum(spend) FROM usage_daily
+                 WHERE account_id = $1 AND day >= $2::date AND day < $3::date), 0)::text AS spend,
+       coalesce((SELECT sum(requests) FROM usage_daily
+                 WHERE account_id = $1 AND day >= $2::date AND day < $3::date), 0)::text AS requests,
+       b.monthly_usd::text AS budget,
+       coalesce(b.hard_cap AND p.hard_cap, false) AS hard_cap
+FROM (SELECT 1) AS one
+LEFT JOIN budgets AS b ON b.account_id = $1
+LEFT JOIN accounts AS a ON a.id = b.account_id
+LEFT JOIN plans AS p ON p.name = a.plan`;
 
 const SUMMARY_BY_MODEL_SQL = `
 SELECT provider, model,
@@ -50,14 +54,14 @@ WHERE account_id = $1 AND day >= $2::date AND day < $3::date
 GROUP BY provider, model
 ORDER BY sum(spend) DESC, sum(requests) DESC, provider, model`;
 
-interface TotalsRow { spend: string; requests: string; budget: string | null; hard_cap: boolean; utilization_pct: string | null }
+interface TotalsRow { spend: string; requests: string; budget: string | null; hard_cap: boolean }
 interface ModelRow { provider: string; model: string; spend: string; requests: string; input_tokens: string; output_tokens: string }
 
-export async function summary(db: Queryable, accountId: string, now: Date, budgetSql: string): Promise<JsonValue> {
+export async function summary(db: Queryable, accountId: string, now: Date): Promise<JsonValue> {
   const { month, from, to } = currentMonth(now);
   const params = [accountId, from, to];
   const [totals, models] = await Promise.all([
-    db.query<TotalsRow>(summaryTotalsSql(budgetSql), params),
+    db.query<TotalsRow>(SUMMARY_TOTALS_SQL, params),
     db.query<ModelRow>(SUMMARY_BY_MODEL_SQL, params),
   ]);
   const t = totals[0]!;
@@ -66,7 +70,8 @@ export async function summary(db: Queryable, accountId: string, now: Date, budge
     spend: money(t.spend),
     requests: integer(t.requests),
     budget: t.budget === null ? null : money(t.budget),
-    budget_utilization_pct: t.utilization_pct === null ? null : money(t.utilization_pct),
+    // Truncated to 2 decimals like `meter budget show` and the alerts: never rounds up to a level.
+    budget_utilization_pct: t.budget === null ? null : money(utilizationPct(toUnits(t.spend), toUnits(t.budget))),
     hard_cap: t.hard_cap,
     by_model: models.map((m) => ({
       provider: m.provider,
