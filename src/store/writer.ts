@@ -30,6 +30,8 @@ export interface WriterStats extends SpoolStats {
   deadLettered: number;
   /** Failed attempts in a row (0 while the database answers). */
   failures: number;
+  /** Failed attempts since start (each was retried). */
+  failedAttempts: number;
 }
 
 export const spoolDirOf = (dataDir: string) => join(dataDir, 'spool');
@@ -56,6 +58,7 @@ export class EventWriter implements EventSink, Component {
   private kicked = false;
   private retryAt = 0;
   private failures = 0;
+  private failedAttempts = 0;
   private lastFailureLog = 0;
   private written = 0;
   private deadLettered = 0;
@@ -127,7 +130,15 @@ export class EventWriter implements EventSink, Component {
   }
 
   stats(): WriterStats {
-    return { ...this.spool.stats(), written: this.written, deadLettered: this.deadLettered, failures: this.failures };
+    return {
+      ...this.spool.stats(), written: this.written, deadLettered: this.deadLettered,
+      failures: this.failures, failedAttempts: this.failedAttempts,
+    };
+  }
+
+  /** Where events the database rejected for their data are kept (JSON lines with the reason). */
+  get deadLetterPath(): string {
+    return this.spool.deadLetterPath;
   }
 
   /** Resolves once everything pushed so far is written (tests, admin). */
@@ -176,7 +187,7 @@ export class EventWriter implements EventSink, Component {
   private async write(batch: Queued<UsageEvent>[]): Promise<void> {
     const events = batch.map((q) => q.item);
     try {
-      const { inserted } = await insertBatch(this.db, this.db.kind, events);
+      const { inserted } = await insertBatch(this.db, events);
       this.written += inserted;
     } catch (err) {
       if (!isDataError(err)) throw err;
@@ -194,6 +205,7 @@ export class EventWriter implements EventSink, Component {
 
   private failed(err: Error): void {
     this.failures++;
+    this.failedAttempts++;
     this.retryAt = Date.now() + this.backoff();
     const now = Date.now();
     if (this.failures === 1 || now - this.lastFailureLog > 30_000) {
