@@ -8,9 +8,13 @@ export interface RecordedCall {
   requestBody?: Buffer | undefined;
   status?: number;
   headers?: IncomingHttpHeaders;
+  /** The chunks, kept only up to KEEP_CHUNK_BYTES (a 100 MB test must not keep them). */
   chunks: Buffer[];
+  chunkBytes: number;
   outcome?: { completed: boolean; status?: number };
 }
+
+const KEEP_CHUNK_BYTES = 8 * 1024 * 1024;
 
 /** A Metering that records every call: lets tests see exactly how the proxy feeds it. */
 export class RecordingMetering implements Metering {
@@ -18,7 +22,7 @@ export class RecordingMetering implements Metering {
   private waiters: ((c: RecordedCall) => void)[] = [];
 
   begin(start: CallStart): CallMeter {
-    const call: RecordedCall = { start, steps: ['begin'], chunks: [] };
+    const call: RecordedCall = { start, steps: ['begin'], chunks: [], chunkBytes: 0 };
     this.calls.push(call);
     return {
       requestBody: (body) => {
@@ -32,7 +36,8 @@ export class RecordingMetering implements Metering {
       },
       responseChunk: (chunk) => {
         if (call.steps.at(-1) !== 'responseChunk') call.steps.push('responseChunk');
-        call.chunks.push(chunk);
+        call.chunkBytes += chunk.length;
+        if (call.chunkBytes <= KEEP_CHUNK_BYTES) call.chunks.push(chunk);
       },
       end: (outcome) => {
         call.steps.push('end');

@@ -30,7 +30,9 @@ export async function startProxyDaemon(opts: {
   databaseUrl?: string;
 } = {}): Promise<ProxyDaemon> {
   const env: Record<string, string> = { METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: tempDir(), ...opts.env };
-  const databaseUrl = opts.databaseUrl ?? (postgresUrl ? await createTestDatabase() : undefined);
+  // PostgreSQL starts faster than the embedded store; METER_TEST_PROXY_STORE=embedded forces the latter.
+  const usePostgres = postgresUrl && process.env.METER_TEST_PROXY_STORE !== 'embedded';
+  const databaseUrl = opts.databaseUrl ?? (usePostgres ? await createTestDatabase() : undefined);
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   for (const [slug, url] of Object.entries(opts.upstreams ?? {})) env[`METER_UPSTREAM_${slug.toUpperCase()}`] = url;
   const config = loadConfig(env);

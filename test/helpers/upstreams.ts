@@ -93,3 +93,34 @@ export async function writeInPieces(res: ServerResponse, status: number, content
 export function sseEvents(body: string): string[] {
   return body.split(/(?<=\r?\n\r?\n)/).filter((p) => p.length > 0);
 }
+
+/**
+ * A listener on 127.0.0.1 that never accepts: a child process whose event loop is blocked,
+ * with its accept queue filled, so a new connection attempt hangs in SYN (a connect timeout).
+ */
+export async function startUnansweredListener(): Promise<{ origin: string; close(): void }> {
+  const { spawn } = await import('node:child_process');
+  const { connect } = await import('node:net');
+  const script = `const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{` +
+    `process.stdout.write(s.address().port+'\\n');Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0);});`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
+  const fillers = [];
+  // Fill the accept queue until a connection no longer completes at once.
+  for (let i = 0; i < 8; i++) {
+    const s = connect(port, '127.0.0.1');
+    s.on('error', () => {});
+    fillers.push(s);
+    const connected = await Promise.race([
+      new Promise<boolean>((r) => s.once('connect', () => r(true))),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 200)),
+    ]);
+    if (!connected) break;
+  }
+  const close = () => {
+    for (const s of fillers) s.destroy();
+    child.kill('SIGKILL');
+  };
+  afterAll(close);
+  return { origin: `http://127.0.0.1:${port}`, close };
+}
