@@ -1,4 +1,5 @@
 import { createAlertDeliverer } from '../alerts/index.js';
+import { analyticsComponent } from '../analytics/index.js';
 import { createBudgetMonitor } from '../budget/index.js';
 import { meteringComponent, meteringFor } from '../metering/index.js';
 import { proxyComponent } from '../proxy/component.js';
@@ -11,5 +12,6 @@ export const components: ComponentFactory[] = [
   // Month-to-date spend per budgeted account and the 50/80/100% alerts (budgetMonitorOf(ctx) for the hard cap).
   (ctx) => createBudgetMonitor(ctx),
   proxyComponent({ metering: (ctx) => meteringFor(ctx).metering }),
+  analyticsComponent,
   (ctx) => createAlertDeliverer(ctx),
 ];

@@ -1,0 +1,10 @@
+import { acquireKeyCache, releaseKeyCache } from '../auth/cache.js';
+import type { ComponentFactory } from '../server/daemon.js';
+import { createAnalytics } from './component.js';
+
+/** `/analytics/…` in the daemon: authenticates with the key cache it shares with the proxy. */
+export const analyticsComponent: ComponentFactory = async ({ config, logger, store }) => {
+  const authenticator = await acquireKeyCache(store, { refreshMs: config.keyRefreshMs, logger });
+  const component = createAnalytics({ store, authenticator });
+  return { ...component, stop: () => releaseKeyCache(store) };
+};
