@@ -114,7 +114,7 @@ export class EventWriter implements EventSink, Component {
     const deadline = Date.now() + this.stopTimeout;
     const left = () => deadline - Date.now();
     for (;;) {
-      if (this.shipping) await Promise.race([this.shipping, sleep(left())]);
+      if (this.shipping) await within(this.shipping, left());
       if (this.spool.stats().backlog === 0 || left() <= 0) break;
       await sleep(Math.min(this.failures > 0 ? this.backoff() : 5, left()));
       this.retryAt = 0;
@@ -232,3 +232,11 @@ function describe(err: unknown): string {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/** Waits for `p` at most `ms`; the timer is cleared either way (a pending one would keep the
+ *  process alive after stop). */
+async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
+  clearTimeout(timer);
+}
