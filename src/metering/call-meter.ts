@@ -133,7 +133,7 @@ export class MeteredCall implements CallMeter {
       if (body !== undefined) result = this.provider.usageFromJson(body, this.req);
     }
     const { usage, source } = this.usageOf(result, status, outcome.completed, requestedModel);
-    const model = result.model ?? requestedModel ?? 'unknown';
+    const model = noNul(result.model ?? requestedModel ?? 'unknown');
     const priced = source === 'none'
       ? { cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion }
       : this.deps.pricer.cost({ provider: this.call.provider, model: result.model ?? null, requestedModel, usage, time: this.call.time });
@@ -145,7 +145,7 @@ export class MeteredCall implements CallMeter {
       keyId: this.call.principal.keyId,
       provider: this.call.provider,
       model,
-      requestedModel,
+      requestedModel: requestedModel === null ? null : noNul(requestedModel),
       status,
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
@@ -159,7 +159,7 @@ export class MeteredCall implements CallMeter {
       latencyMs: round3(endedAt - this.call.startedAt),
       ttfbMs: firstByte === undefined ? null : round3(firstByte - this.call.startedAt),
       stream: this.acc !== undefined,
-      tags: this.call.tags,
+      tags: cleanTags(this.call.tags),
       providerCostTicks: usage.providerCostTicks?.toString() ?? null,
     };
   }
@@ -200,6 +200,17 @@ export class MeteredCall implements CallMeter {
       tags: this.call.tags, providerCostTicks: null,
     };
   }
+}
+
+/** PostgreSQL text and jsonb cannot hold U+0000 (a tag value may be `%00`): the database would
+ *  reject the event, so the character is replaced rather than the event dead-lettered. */
+const noNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s);
+
+function cleanTags(tags: Record<string, string>): Record<string, string> {
+  for (const v of Object.values(tags)) {
+    if (v.includes('\u0000')) return Object.fromEntries(Object.entries(tags).map(([k, x]) => [k, noNul(x)]));
+  }
+  return tags;
 }
 
 const round3 = (ms: number) => Math.round(Math.max(0, ms) * 1000) / 1000;
