@@ -164,7 +164,8 @@ async function main(): Promise<void> {
       ['events?provider=anthropic', () => '/analytics/events?provider=anthropic'],
       ['events?model=gpt-4o', () => '/analytics/events?model=gpt-4o'],
       ['events?tag=team:t3', () => '/analytics/events?tag=team:t3'],
-      ['events?tag=feature:f9 (rare)', () => '/analytics/events?tag=feature:f9'],
+      ['events?tag=feature:f10 (0.6% of calls)', () => '/analytics/events?tag=feature:f10'],
+      ['events?tag=feature:f9 (other accounts only)', () => '/analytics/events?tag=feature:f9'],
       ['events?from=…&to=… (one day)', () => {
         const day = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
         return `/analytics/events?from=${day}&to=${day}T23:59:59Z`;
