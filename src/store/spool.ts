@@ -54,6 +54,8 @@ export interface SpoolStats {
   /** true while some events are only on disk. */
   spilling: boolean;
   segments: number;
+  /** Events pushed but not yet written to disk. */
+  buffered: number;
 }
 
 const SEGMENT_RE = /^seg-(\d{12})\.jsonl$/;
@@ -265,7 +267,12 @@ export class Spool<T> {
   stats(): SpoolStats {
     let backlog = 0;
     for (const s of this.segments) backlog += s.count - s.acked;
-    return { queued: this.queue.length - this.head, backlog, spilling: this.cursor !== null, segments: this.segments.length };
+    let buffered = 0;
+    for (const p of this.pending) buffered += p.lines.length;
+    return {
+      queued: this.queue.length - this.head, backlog, spilling: this.cursor !== null,
+      segments: this.segments.length, buffered,
+    };
   }
 
   /** Flushes and closes files; segments with unwritten events stay for the next start. */

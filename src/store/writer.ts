@@ -153,8 +153,9 @@ export class EventWriter implements EventSink, Component {
 
   /** Every flush interval: make buffered events durable, then ship unless backing off. */
   private tick(): void {
-    if (this.shipping) return;
-    if (Date.now() < this.retryAt) {
+    // The spool is fsynced every interval even while a slow statement or a backoff holds the
+    // shipping back: a crash then loses at most one interval, whatever the database does.
+    if (this.shipping || Date.now() < this.retryAt) {
       this.spool.flush().catch((err: Error) => this.spoolFailed(err));
       return;
     }

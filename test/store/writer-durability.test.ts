@@ -96,12 +96,15 @@ describe.skipIf(!postgresUrl)('EventWriter durability, PostgreSQL behind a relay
     let maxQueued = 0;
     let heapAt10k = 0;
     for (let i = 0; i < total; i += 1_000) {
-      if (i === 10_000) heapAt10k = liveHeap();
+      if (i === 10_000) {
+        while (w.stats().buffered > 0) await sleep(20);
+        heapAt10k = liveHeap();
+      }
       for (const e of makeEvents(1_000, 1_000 + i)) w.push(e);
       maxQueued = Math.max(maxQueued, w.stats().queued);
       await sleep(5); // let flushes run, as they do between calls
     }
-    await sleep(100);
+    while (w.stats().buffered > 0) await sleep(20); // everything pushed is on disk
     const stats = w.stats();
     expect(maxQueued).toBeLessThanOrEqual(500);
     expect(stats).toMatchObject({ backlog: total, spilling: true });
