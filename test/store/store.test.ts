@@ -70,7 +70,7 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
       const [ra, rb] = await Promise.all([migrate(a), migrate(b)]);
       const all = loadMigrations(undefined, 'postgres').map((m) => m.version);
       // Exactly one of them applied each migration; the other found it done.
-      expect([...ra, ...rb].map((m) => m.version).sort()).toEqual(all);
+      expect([...ra, ...rb].map((m) => m.version).sort((x, y) => x - y)).toEqual(all);
       const rows = await a.query<{ n: string }>('SELECT count(*) AS n FROM schema_migrations');
       expect(Number(rows[0]!.n)).toBe(all.length);
     } finally {
