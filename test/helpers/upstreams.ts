@@ -105,7 +105,7 @@ export async function startUnansweredListener(): Promise<{ origin: string; close
     `process.stdout.write(s.address().port+'\\n');Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0);});`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
-  const fillers = [];
+  const fillers: import("node:net").Socket[] = [];
   // Fill the accept queue until a connection no longer completes at once.
   for (let i = 0; i < 8; i++) {
     const s = connect(port, '127.0.0.1');

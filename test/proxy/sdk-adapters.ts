@@ -135,11 +135,11 @@ export const adapters: SdkAdapter[] = [
       const client = new Mistral({ apiKey: serviceKey, serverURL: `${baseUrl}/proxy/mistral`, httpClient });
       if (!stream) {
         const r = await client.chat.complete({ model: 'mistral-small-latest', messages: msg });
-        return String(r.choices[0]!.message.content ?? '');
+        return String(r.choices?.[0]?.message.content ?? '');
       }
       let text = '';
       for await (const e of await client.chat.stream({ model: 'mistral-small-latest', messages: msg })) {
-        const c = e.data.choices[0]?.delta.content;
+        const c = e.data.choices[0]?.delta?.content;
         if (typeof c === 'string') text += c;
       }
       return text;
