@@ -52,9 +52,8 @@ export function createAnalytics({ store, authenticator, now = () => new Date(), 
     const run = Object.hasOwn(endpoints, name) ? endpoints[name as Endpoint] : undefined;
     if (!run) return sendError(res, 404, 'not_found', `no analytics route ${url.pathname}: try ${routeList}`);
     if (req.method !== 'GET') {
-      // 405 is not one of the service's error codes (CONTRACT §3); same envelope, own code.
-      return sendJson(res, 405, { error: { type: 'invalid_request_error', code: 'method_not_allowed',
-        message: `${req.method} is not allowed on ${url.pathname}: analytics endpoints answer GET` } }, { allow: 'GET' });
+      return sendError(res, 405, 'method_not_allowed',
+        `${req.method} is not allowed on ${url.pathname}: analytics endpoints answer GET`, { headers: { allow: 'GET' } });
     }
     const included = await gate.endpoints(principal.plan);
     if (!included.has(name)) {
