@@ -135,7 +135,7 @@ export const adapters: SdkAdapter[] = [
       const client = new Mistral({ apiKey: serviceKey, serverURL: `${baseUrl}/proxy/mistral`, httpClient });
       if (!stream) {
         const r = await client.chat.complete({ model: 'mistral-small-latest', messages: msg });
-        return String(r.choices?.[0]?.message.content ?? '');
+        return String(r.choices?.[0]?.message?.content ?? '');
       }
       let text = '';
       for await (const e of await client.chat.stream({ model: 'mistral-small-latest', messages: msg })) {
