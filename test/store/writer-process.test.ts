@@ -121,14 +121,14 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
     await waitFor(during);
     const all = [...before, ...during];
     expect(await eventsWithIds(all)).toEqual({ n: 50, distinct: 50 });
-    const [{ total }] = await direct.query<{ total: number }>(
-      "SELECT count(*)::int AS total FROM usage_events WHERE tags->>'team' = 'durability'");
+    const { total } = (await direct.query<{ total: number }>(
+      "SELECT count(*)::int AS total FROM usage_events WHERE tags->>'team' = 'durability'"))[0]!;
     expect(total).toBe(25 + 50);
     expect(second.stderr()).toMatch(/replaying usage events spooled by a previous run/);
     expect(await second.stop('SIGTERM')).toBe(0);
     // the rollups count each event once
-    const [{ requests }] = await direct.query<{ requests: number }>(
-      "SELECT sum(requests)::int AS requests FROM usage_tag_daily WHERE tag_key = 'team' AND tag_value = 'durability'");
+    const { requests } = (await direct.query<{ requests: number }>(
+      "SELECT sum(requests)::int AS requests FROM usage_tag_daily WHERE tag_key = 'team' AND tag_value = 'durability'"))[0]!;
     expect(requests).toBe(75);
   });
 });

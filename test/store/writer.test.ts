@@ -50,7 +50,7 @@ describeEachBackend('EventWriter', (backend) => {
     expect(writer.stats()).toMatchObject({ written: 700, failedAttempts: 0, deadLettered: 0, backlog: 0 });
     await writer.stop();
 
-    const [{ n }] = await db.query<{ n: number }>('SELECT count(DISTINCT event_id)::int AS n FROM usage_events');
+    const { n } = (await db.query<{ n: number }>('SELECT count(DISTINCT event_id)::int AS n FROM usage_events'))[0]!;
     expect(n).toBe(700);
     const want = [...expectedDaily(events)].map(([k, v]) => ({ k, ...v })).sort((a, b) => (a.k < b.k ? -1 : 1));
     expect(await dailyRows(db)).toEqual(want);
@@ -97,7 +97,7 @@ describeEachBackend('EventWriter', (backend) => {
     expect(letters.map((l) => l.event.id).sort()).toEqual([badJson.id, badStatus.id].sort());
     expect(letters.every((l) => /^2[23]/.test(l.reason))).toBe(true);
     await writer.stop();
-    const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events WHERE time >= $1', ['2026-04-01']);
+    const { n } = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events WHERE time >= $1', ['2026-04-01']))[0]!;
     expect(n).toBe(60);
   });
 
