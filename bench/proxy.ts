@@ -67,7 +67,9 @@ async function startMockProvider(): Promise<{ server: Server; origin: string }> 
 
 /** `meter start` in its own process, as shipped, with the mock as OpenAI's upstream. */
 async function startDaemon(dataDir: string, upstream: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'start'], {
+  // BENCH_DAEMON_ARGS: extra node flags for the daemon only (e.g. --cpu-prof).
+  const extra = process.env.BENCH_DAEMON_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', 'cli/main.ts', 'start'], {
     cwd: packageRoot,
     env: {
       ...process.env, METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: '',

@@ -3,7 +3,7 @@ import { parseTags } from '../metering/tags.js';
 import type { Metering } from '../metering/types.js';
 import type { Component, ComponentFactory, DaemonContext } from '../server/daemon.js';
 import { noMetering } from './guarded-meter.js';
-import { createProxyHandler, type TagParser } from './handler.js';
+import { createProxyHandler, type Admitter, type TagParser } from './handler.js';
 import { buildTargets } from './targets.js';
 import { UpstreamPools } from './upstreams.js';
 
@@ -12,6 +12,8 @@ export interface ProxyOptions {
   metering?: Metering | ((ctx: DaemonContext) => Metering | Promise<Metering>);
   /** CONTRACT §2 tagging headers (default: the metering's parser). */
   parseTags?: TagParser;
+  /** Pre-flight admission (plans: rate limit and quota; budgets: hard cap), default none. */
+  admission?: (ctx: DaemonContext) => Admitter | Promise<Admitter>;
 }
 
 /** `/proxy/{slug}/…`: the daemon's proxy, with its key cache and upstream pools. */
@@ -19,12 +21,14 @@ export function proxyComponent(options: ProxyOptions = {}): ComponentFactory {
   return async (ctx): Promise<Component> => {
     const { config, logger, store } = ctx;
     const metering = typeof options.metering === 'function' ? await options.metering(ctx) : (options.metering ?? noMetering);
+    const admitter = options.admission ? await options.admission(ctx) : undefined;
     const targets = buildTargets(config);
     const auth = await acquireKeyCache(store, { refreshMs: config.keyRefreshMs, logger });
     const pools = new UpstreamPools(targets.values(), config);
     const handler = createProxyHandler({
       targets, pools, auth, metering,
       parseTags: options.parseTags ?? parseTags,
+      admitter,
       idleTimeoutMs: config.idleTimeoutMs,
       logger,
     });

@@ -35,6 +35,8 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     private readonly tap: RequestBodyTap | undefined,
     private readonly requestId: string,
     private readonly target: UpstreamTarget,
+    /** The service's own headers for this call (RateLimit-*), added to the provider's. */
+    private readonly extraHeaders?: Record<string, string>,
   ) {
     res.once('close', this.onClientClose);
   }
@@ -80,6 +82,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     this.deliverRequestBody();
     this.meter.responseHead(statusCode, headers);
     const out = clientResponseHeaders(headers, this.requestId);
+    if (this.extraHeaders) Object.assign(out, this.extraHeaders);
     try {
       if (statusMessage) this.res.writeHead(statusCode, statusMessage, out);
       else this.res.writeHead(statusCode, out);
@@ -118,7 +121,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     this.status = timedOut ? 504 : 502;
     this.finish(false);
     const shape = this.target.anthropicErrors ? 'anthropic' : 'default';
-    const headers = { 'x-meter-request-id': this.requestId };
+    const headers = { ...this.extraHeaders, 'x-meter-request-id': this.requestId };
     // The message names the provider and the error's kind, never the URL (Gemini's ?key=).
     if (timedOut) {
       sendError(this.res, 504, 'upstream_timeout', `${this.target.slug} did not answer in time (${code})`, { shape, headers });

@@ -6,7 +6,7 @@ import type { Principal } from '../auth/types.js';
 import type { Logger } from '../log.js';
 import { uuidv7 } from '../metering/ids.js';
 import type { Metering } from '../metering/types.js';
-import { sendError } from '../server/errors.js';
+import { sendError, type ErrorCode } from '../server/errors.js';
 import { hasBody, RequestBodyTap } from './body-tap.js';
 import { ForwardCall } from './forward.js';
 import { GuardedMeter } from './guarded-meter.js';
@@ -23,12 +23,23 @@ export interface TokenAuthenticator {
 
 export type TagParser = (headers: IncomingHttpHeaders) => { ok: true; tags: Record<string, string> } | { ok: false; message: string };
 
+/** In-memory pre-flight checks (plan rate limit, quota, hard cap): no I/O. Its headers go on
+ *  every response of the call (CONTRACT §6 RateLimit-*), a refusal is answered at once. */
+export type Admission =
+  | { ok: true; headers: Record<string, string> }
+  | { ok: false; status: number; code: ErrorCode; message: string; headers: Record<string, string> };
+
+export interface Admitter {
+  admit(principal: Principal): Admission;
+}
+
 export interface ProxyDeps {
   targets: Map<string, UpstreamTarget>;
   pools: UpstreamPools;
   auth: TokenAuthenticator;
   metering: Metering;
   parseTags: TagParser;
+  admitter?: Admitter;
   idleTimeoutMs: number;
   logger: Pick<Logger, 'error'>;
 }
@@ -58,6 +69,10 @@ export function createProxyHandler(deps: ProxyDeps) {
     const shape = target.anthropicErrors ? 'anthropic' : 'default';
     const tags = deps.parseTags(req.headers);
     if (!tags.ok) return sendError(res, 400, 'invalid_tags', tags.message, { shape });
+    const admission = deps.admitter?.admit(principal);
+    if (admission && !admission.ok) {
+      return sendError(res, admission.status, admission.code, admission.message, { shape, headers: admission.headers });
+    }
 
     // `rest` is what followed /proxy/{slug}/, query included.
     const rest = url.charCodeAt(end) === 0x2f ? url.slice(end + 1) : url.slice(end);
@@ -69,7 +84,7 @@ export function createProxyHandler(deps: ProxyDeps) {
       deps.logger,
     );
     const tap = hasBody(req) ? new RequestBodyTap() : undefined;
-    const call = new ForwardCall(res, meter, tap, id, target);
+    const call = new ForwardCall(res, meter, tap, id, target, admission?.headers);
     try {
       deps.pools.get(target.origin).dispatch(
         {

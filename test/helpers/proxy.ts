@@ -5,7 +5,7 @@ import { createKey } from '../../src/auth/keys.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { Metering } from '../../src/metering/types.js';
 import type { ProviderSlug } from '../../src/providers/types.js';
-import { proxyComponent } from '../../src/proxy/component.js';
+import { proxyComponent, type ProxyOptions } from '../../src/proxy/component.js';
 import { startDaemon, type Daemon } from '../../src/server/daemon.js';
 import { createTestDatabase, postgresUrl, tempDir } from './stores.js';
 
@@ -27,6 +27,7 @@ export async function startProxyDaemon(opts: {
   upstreams?: Partial<Record<ProviderSlug, string>>;
   env?: Record<string, string>;
   metering?: Metering;
+  admission?: ProxyOptions['admission'];
   databaseUrl?: string;
 } = {}): Promise<ProxyDaemon> {
   const env: Record<string, string> = { METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: tempDir(), ...opts.env };
@@ -36,7 +37,7 @@ export async function startProxyDaemon(opts: {
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   for (const [slug, url] of Object.entries(opts.upstreams ?? {})) env[`METER_UPSTREAM_${slug.toUpperCase()}`] = url;
   const config = loadConfig(env);
-  const daemon = await startDaemon(config, pino({ level: 'silent' }), [proxyComponent({ metering: opts.metering })]);
+  const daemon = await startDaemon(config, pino({ level: 'silent' }), [proxyComponent({ metering: opts.metering, admission: opts.admission })]);
   afterAll(() => daemon.close());
   const account = `acct${++accounts}-${process.pid}`;
   await createAccount(daemon.store, account, 'pro');
