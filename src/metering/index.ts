@@ -12,6 +12,7 @@ export { parseTags } from './tags.js';
 export { uuidv7 } from './ids.js';
 export type { CallMeter, CallStart, EventSink, Metering } from './types.js';
 export type { UsageEvent, UsageSource } from './event.js';
+import type { UsageEvent } from './event.js';
 
 export interface MeteringDeps {
   config: Pick<Config, 'dataDir' | 'flushIntervalMs' | 'pricesFile'>;
@@ -30,6 +31,10 @@ export interface MeteringSetup {
   writer: EventWriter;
   /** The daemon component: replays the spool on start, writes everything on stop. */
   component: Component;
+  /** The prices in force (the hard cap prices worst cases with the same table). */
+  pricer: Pricer;
+  /** Calls `listener` with every event as it is recorded (the hard cap settles reservations). */
+  observe(listener: (event: UsageEvent) => void): void;
 }
 
 /** The metering and its event writer, wired together. The pricer is built here, so a bad
@@ -43,8 +48,21 @@ export function createMetering(deps: MeteringDeps): MeteringSetup {
     flushIntervalMs: deps.config.flushIntervalMs,
     ...deps.writer,
   });
-  const metering = new MeteringService({ pricer, sink: writer, logger: deps.logger });
-  return { metering, writer, component: writer };
+  const listeners: ((event: UsageEvent) => void)[] = [];
+  const sink = {
+    push(event: UsageEvent) {
+      writer.push(event);
+      for (const listener of listeners) {
+        try {
+          listener(event);
+        } catch (err) {
+          deps.logger.error({ err: { message: (err as Error).message } }, 'usage event listener failed');
+        }
+      }
+    },
+  };
+  const metering = new MeteringService({ pricer, sink, logger: deps.logger });
+  return { metering, writer, pricer, component: writer, observe: (listener) => listeners.push(listener) };
 }
 
 const perDaemon = new WeakMap<DaemonContext, MeteringSetup>();
