@@ -45,6 +45,8 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     if (this.over) return;
     this.clientGone = true;
     this.controller?.abort(new ClientGoneError());
+    // A client that only half-closed would otherwise keep this socket (and the drain) waiting.
+    this.res.destroy();
   };
 
   private readonly onDrain = (): void => {

@@ -3,6 +3,7 @@ import { createAccount, setAccountPlan } from '../../src/auth/accounts.js';
 import { KeyCache } from '../../src/auth/cache.js';
 import { createKey, revokeKey, rotateKey } from '../../src/auth/keys.js';
 import type { Db } from '../../src/store/types.js';
+import { openStoreForFile } from '../helpers/file-stores.js';
 import { describeEachBackend } from '../helpers/stores.js';
 
 /** The store, counting the key lookups the cache makes (to prove what it does not ask). */
@@ -32,7 +33,7 @@ describeEachBackend('key cache', (backend) => {
   let first: { id: string; key: string };
 
   beforeAll(async () => {
-    db = await backend.open();
+    db = await openStoreForFile(backend.name);
     await createAccount(db, 'cacheacct', 'pro');
     first = await createKey(db, 'cacheacct', 'first');
     const c = counting(db);

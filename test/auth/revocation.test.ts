@@ -3,7 +3,8 @@ import { createKey, revokeKey, rotateKey } from '../../src/auth/keys.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import { startProxyDaemon, type ProxyDaemon } from '../helpers/proxy.js';
-import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
+import { databaseForFile } from '../helpers/file-stores.js';
+import { postgresUrl } from '../helpers/stores.js';
 import { startFakeUpstream } from '../helpers/upstreams.js';
 
 /** Two sidecars sharing one PostgreSQL, default refresh (2 s): CONTRACT §1 says 5 s at most. */
@@ -14,7 +15,7 @@ describe.skipIf(!postgresUrl)('revocation and rotation across sidecars', () => {
 
   beforeAll(async () => {
     const fake = await startFakeUpstream();
-    const databaseUrl = await createTestDatabase();
+    const databaseUrl = await databaseForFile();
     a = await startProxyDaemon({ upstreams: { openai: `${fake.origin}/v1` }, databaseUrl });
     b = await startProxyDaemon({ upstreams: { openai: `${fake.origin}/v1` }, databaseUrl });
     admin = openPostgres(databaseUrl); // what `meter keys …` does from elsewhere

@@ -1,11 +1,12 @@
 import { beforeAll, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { storeConfigForFile } from '../helpers/file-stores.js';
 import { describeEachBackend } from '../helpers/stores.js';
 
 describeEachBackend('meter accounts', (backend) => {
   let env: NodeJS.ProcessEnv;
   beforeAll(async () => {
-    const c = await backend.config();
+    const c = await storeConfigForFile(backend.name);
     env = { DATABASE_URL: c.databaseUrl ?? '', METER_DATA_DIR: c.dataDir };
   });
 

@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import { proxyComponent } from '../../src/proxy/component.js';
 import { startDaemon, type Daemon } from '../../src/server/daemon.js';
 import { runCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/stores.js';
+import { tempDirAtFileEnd } from '../helpers/cleanup.js';
 import { startFakeUpstream } from '../helpers/upstreams.js';
 
 /** While a daemon holds the embedded store, `meter accounts|keys` go through its admin API
@@ -16,7 +16,7 @@ describe('meter accounts and keys through a running daemon on the embedded store
 
   beforeAll(async () => {
     const fake = await startFakeUpstream();
-    const dataDir = tempDir();
+    const dataDir = tempDirAtFileEnd();
     env = { DATABASE_URL: '', METER_DATA_DIR: dataDir };
     const config = loadConfig({
       METER_PORT: '0', METER_DATA_DIR: dataDir, METER_KEY_REFRESH_MS: '200', METER_UPSTREAM_OPENAI: `${fake.origin}/v1`,

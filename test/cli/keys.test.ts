@@ -1,5 +1,6 @@
 import { beforeAll, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { storeConfigForFile } from '../helpers/file-stores.js';
 import { describeEachBackend } from '../helpers/stores.js';
 
 const KEY = /^mk_[0-9a-f]{12}_[A-Za-z0-9_-]{32,}$/;
@@ -9,7 +10,7 @@ describeEachBackend('meter keys', (backend) => {
   let created: { id: string; key: string; account: string; name: string; created_at: string };
 
   beforeAll(async () => {
-    const c = await backend.config();
+    const c = await storeConfigForFile(backend.name);
     env = { DATABASE_URL: c.databaseUrl ?? '', METER_DATA_DIR: c.dataDir };
     expect((await runCli(['accounts', 'create', 'acme'], env)).code).toBe(0);
   }, 120_000);

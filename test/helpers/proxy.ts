@@ -1,5 +1,4 @@
 import pino from 'pino';
-import { afterAll } from 'vitest';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -7,7 +6,9 @@ import type { Metering } from '../../src/metering/types.js';
 import type { ProviderSlug } from '../../src/providers/types.js';
 import { proxyComponent, type ProxyOptions } from '../../src/proxy/component.js';
 import { startDaemon, type Daemon } from '../../src/server/daemon.js';
-import { createTestDatabase, postgresUrl, tempDir } from './stores.js';
+import { atFileEnd, tempDirAtFileEnd } from './cleanup.js';
+import { databaseForFile } from './file-stores.js';
+import { postgresUrl } from './stores.js';
 
 export interface ProxyDaemon {
   daemon: Daemon;
@@ -30,15 +31,15 @@ export async function startProxyDaemon(opts: {
   admission?: ProxyOptions['admission'];
   databaseUrl?: string;
 } = {}): Promise<ProxyDaemon> {
-  const env: Record<string, string> = { METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: tempDir(), ...opts.env };
+  const env: Record<string, string> = { METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: tempDirAtFileEnd(), ...opts.env };
   // PostgreSQL starts faster than the embedded store; METER_TEST_PROXY_STORE=embedded forces the latter.
   const usePostgres = postgresUrl && process.env.METER_TEST_PROXY_STORE !== 'embedded';
-  const databaseUrl = opts.databaseUrl ?? (usePostgres ? await createTestDatabase() : undefined);
+  const databaseUrl = opts.databaseUrl ?? (usePostgres ? await databaseForFile() : undefined);
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   for (const [slug, url] of Object.entries(opts.upstreams ?? {})) env[`METER_UPSTREAM_${slug.toUpperCase()}`] = url;
   const config = loadConfig(env);
   const daemon = await startDaemon(config, pino({ level: 'silent' }), [proxyComponent({ metering: opts.metering, admission: opts.admission })]);
-  afterAll(() => daemon.close());
+  atFileEnd(() => daemon.close());
   const account = `acct${++accounts}-${process.pid}`;
   await createAccount(daemon.store, account, 'pro');
   const created = await createKey(daemon.store, account, 'test');

@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll } from 'vitest';
+import { atFileEnd } from './cleanup.js';
 
 /** What a fake provider saw of one request. */
 export interface SeenRequest {
@@ -74,7 +74,7 @@ export async function startFakeUpstream(opts: { readBody?: boolean } = {}): Prom
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-  afterAll(() => fake.close());
+  atFileEnd(() => fake.close());
   return fake;
 }
 
@@ -102,7 +102,7 @@ export async function startUnansweredListener(): Promise<{ origin: string; close
   const { spawn } = await import('node:child_process');
   const { connect } = await import('node:net');
   const script = `const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{` +
-    `process.stdout.write(s.address().port+'\\n');Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0);});`;
+    `process.stdout.write(s.address().port+'\\n');Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0,120000);process.exit(0);});`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
   const fillers: import("node:net").Socket[] = [];
@@ -121,6 +121,7 @@ export async function startUnansweredListener(): Promise<{ origin: string; close
     for (const s of fillers) s.destroy();
     child.kill('SIGKILL');
   };
-  afterAll(close);
+  // Blocked, it cannot notice its parent leaving: it ends itself after 2 minutes at the latest.
+  child.unref();
   return { origin: `http://127.0.0.1:${port}`, close };
 }

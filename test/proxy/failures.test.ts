@@ -1,6 +1,6 @@
-import { createServer } from 'node:http';
+import { createServer, request, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Metering } from '../../src/metering/types.js';
 import { RecordingMetering } from '../helpers/metering.js';
 import { startProxyDaemon, type ProxyDaemon } from '../helpers/proxy.js';
@@ -18,11 +18,14 @@ async function closedPortOrigin(): Promise<string> {
 let fake: FakeUpstream;
 let proxy: ProxyDaemon;
 const metering = new RecordingMetering();
+let closeUnanswered = () => {};
+afterAll(() => closeUnanswered());
 
 beforeAll(async () => {
   fake = await startFakeUpstream({ readBody: false });
   const closed = await closedPortOrigin();
   const unanswered = await startUnansweredListener();
+  closeUnanswered = unanswered.close;
   proxy = await startProxyDaemon({
     upstreams: { openai: `${fake.origin}/v1`, groq: `${closed}/openai/v1`, anthropic: `${closed}/v1`, mistral: `${unanswered.origin}/v1` },
     env: { METER_IDLE_TIMEOUT_MS: '1000', METER_CONNECT_TIMEOUT_MS: '300' },
@@ -85,19 +88,24 @@ describe('upstream failures', () => {
       res.write('data: {"n":1}\n\n'); // then waits, as a thinking model does
     });
     const upstreamRequest = fake.nextRequest();
-    const ac = new AbortController();
-    const res = await post('openai', 'chat/completions', { signal: ac.signal });
-    const reader = res.body!.getReader();
-    await reader.read();
+    // node:http without an agent: the only connection is this call's, and leaving closes it.
+    const { req, res } = await new Promise<{ req: ClientRequest; res: IncomingMessage }>((resolve, reject) => {
+      const r = request(`${proxy.url}/proxy/openai/chat/completions`, {
+        method: 'POST', agent: false, headers: { authorization: `Bearer ${proxy.key}`, 'content-length': 2 },
+      }, (response) => response.once('data', () => resolve({ req: r, res: response })));
+      r.on('error', reject);
+      r.end('{}');
+    });
     const seen = await upstreamRequest;
     expect(seen.aborted).toBe(false);
     const leftAt = Date.now();
-    ac.abort();
+    req.on('error', () => {});
+    req.destroy();
     while (!seen.aborted && Date.now() - leftAt < 900) await new Promise((r) => setTimeout(r, 10));
     // well before the idle timeout (1 s) could have ended it
     expect(seen.aborted).toBe(true);
     expect(Date.now() - leftAt).toBeLessThan(900);
-    expect((await metering.ended(res.headers.get('x-meter-request-id')!)).outcome).toEqual({ completed: false, status: 200 });
+    expect((await metering.ended(res.headers['x-meter-request-id'] as string)).outcome).toEqual({ completed: false, status: 200 });
   });
 });
 
