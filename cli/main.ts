@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
+import { registerAccounts } from './commands/accounts.js';
+import { registerKeys } from './commands/keys.js';
 import { registerAlerts } from './commands/alerts.js';
 import { registerBudget } from './commands/budget.js';
 import { registerMigrate } from './commands/migrate.js';
@@ -17,6 +19,8 @@ registerStart(program);
 registerMigrate(program);
 registerPricing(program);
 registerPlans(program);
+registerAccounts(program);
+registerKeys(program);
 registerBudget(program);
 registerAlerts(program);
 
