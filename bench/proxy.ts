@@ -1,10 +1,12 @@
 /**
  * Latency the proxy adds: a mock provider (node:http on loopback) called directly and through
  * the daemon, interleaved in one run, so both see the same machine state. The daemon runs as
- * its own process (`meter start`, the components it ships with) on a throwaway embedded store;
- * this process is the client and the mock provider.
+ * its own process on a throwaway embedded store, three ways: the smallest Node + undici
+ * pass-through (bench/minimal-passthrough.ts: the floor on this machine), the proxy alone
+ * (bench/proxy-daemon.ts) and the daemon as shipped (`meter start`, metering and all), so the
+ * proxy's cost and the metering's can be told apart. This process is client and mock provider.
  *
- *   npm run bench -- [--c1 3000] [--c64-seconds 2] [--rounds 3] [--streams 1000]
+ *   npm run bench -- [--c1 3000] [--c64-seconds 2] [--rounds 3] [--streams 1000] [--only minimal|bare|shipped]
  *
  * Reports, for non-streaming calls at concurrency 1 and 64, p50 / p99 latency direct and via
  * the daemon and the difference (added latency), req/s and the ratio, plus a stream's added
@@ -31,6 +33,7 @@ const C1_REQUESTS = flag('c1', 3000);
 const C64_SECONDS = flag('c64-seconds', 2);
 const ROUNDS = flag('rounds', 3);
 const STREAMS = flag('streams', 1000);
+const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 
@@ -66,10 +69,11 @@ async function startMockProvider(): Promise<{ server: Server; origin: string }> 
 }
 
 /** `meter start` in its own process, as shipped, with the mock as OpenAI's upstream. */
-async function startDaemon(dataDir: string, upstream: string): Promise<{ child: ChildProcess; url: string }> {
+async function startDaemon(dataDir: string, upstream: string, variant: Variant): Promise<{ child: ChildProcess; url: string }> {
   // BENCH_DAEMON_ARGS: extra node flags for the daemon only (e.g. --cpu-prof).
   const extra = process.env.BENCH_DAEMON_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...extra, '--import', 'tsx', 'cli/main.ts', 'start'], {
+  const entry = { shipped: ['cli/main.ts', 'start'], bare: ['bench/proxy-daemon.ts'], minimal: ['bench/minimal-passthrough.ts'] }[variant];
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', ...entry], {
     cwd: packageRoot,
     env: {
       ...process.env, METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: '',
@@ -142,17 +146,28 @@ function rssOf(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
+type Variant = 'minimal' | 'bare' | 'shipped';
+
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'meter-bench-'));
   const mock = await startMockProvider();
+  try {
+    for (const variant of ['minimal', 'bare', 'shipped'] as const) if (!ONLY || ONLY === variant) await measure(variant, mock.origin);
+  } finally {
+    mock.server.close();
+    mock.server.closeAllConnections();
+  }
+}
+
+async function measure(variant: Variant, mockOrigin: string): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meter-bench-'));
   // A key in the store before the daemon opens it (the daemon loads it at start).
   const store = await openStore({ databaseUrl: undefined, dataDir });
   await createAccount(store, 'bench', 'pro');
   const { key } = await createKey(store, 'bench', 'bench');
   await store.close();
-  log('starting the daemon…');
-  const daemon = await startDaemon(dataDir, mock.origin);
-  const pools = [new Pool(mock.origin, { connections: 64 }), new Pool(daemon.url, { connections: 64 })];
+  log(`starting the daemon (${variant})…`);
+  const daemon = await startDaemon(dataDir, mockOrigin, variant);
+  const pools = [new Pool(mockOrigin, { connections: 64 }), new Pool(daemon.url, { connections: 64 })];
   const direct: Target = { name: 'direct', pool: pools[0]!, path: (p) => `/v1/${p}`, headers: { 'content-type': 'application/json', authorization: 'Bearer sk-provider' } };
   const proxy: Target = {
     name: 'proxy', pool: pools[1]!, path: (p) => `/proxy/openai/${p}`,
@@ -193,15 +208,18 @@ async function main(): Promise<void> {
     line('chat, concurrency 64', c64.direct.lat, c64.proxy.lat);
     const rps = (x: { count: number; elapsed: number }) => x.count / x.elapsed;
     rows.push(`${'req/s, concurrency 64'.padEnd(24)}      direct ${rps(c64.direct).toFixed(0).padStart(7)}     via meter ${rps(c64.proxy).toFixed(0).padStart(7)}     ratio ${(rps(c64.proxy) / rps(c64.direct)).toFixed(2)}x`);
-    rows.push(`${'daemon RSS'.padEnd(24)}      after warm-up ${idleRss.toFixed(0)} MB, peak under load ${peakRss.toFixed(0)} MB (embedded store's PGlite worker included)`);
-    process.stdout.write(`\nmeter proxy bench (node ${process.version}, mock provider on loopback, metering as registered in src/server/components.ts)\n${rows.join('\n')}\n`);
+    rows.push(`${'daemon RSS'.padEnd(24)}      after warm-up ${idleRss.toFixed(0)} MB, peak under load ${peakRss.toFixed(0)} MB${variant === 'minimal' ? '' : " (the embedded store's PGlite worker included)"}`);
+    const what = {
+      minimal: 'the smallest node:http + undici pass-through (the floor)',
+      bare: 'the proxy alone (auth, header rules, no metering)',
+      shipped: 'the daemon as shipped (meter start: metering, budgets, analytics…)',
+    }[variant];
+    process.stdout.write(`\nmeter proxy bench: ${what}; node ${process.version}, mock provider on loopback\n${rows.join('\n')}\n`);
     process.stdout.write('targets: added p50 <= 0.25 ms and p99 <= 1 ms at concurrency 1, same for a stream\'s first byte\n');
   } finally {
     await Promise.all(pools.map((p) => p.close()));
     daemon.child.kill('SIGTERM');
     await new Promise((r) => daemon.child.once('exit', r));
-    mock.server.close();
-    mock.server.closeAllConnections();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
