@@ -1,7 +1,11 @@
 import type { DaemonContext } from '../server/daemon.js';
+import type { UsageEvent } from '../metering/event.js';
+import type { Pricer } from '../pricing/index.js';
+import { HardCap } from './hard-cap.js';
 import { BudgetMonitor, type BudgetMonitorOptions } from './monitor.js';
 
 export { BudgetMonitor, type BudgetSnapshot } from './monitor.js';
+export { HardCap } from './hard-cap.js';
 
 const monitors = new WeakMap<DaemonContext, BudgetMonitor>();
 
@@ -19,4 +23,15 @@ export function createBudgetMonitor(ctx: DaemonContext, opts: Partial<BudgetMoni
  *  `budgetMonitorOf(ctx)?.budgetOf(accountId)`. */
 export function budgetMonitorOf(ctx: DaemonContext): BudgetMonitor | undefined {
   return monitors.get(ctx);
+}
+
+/** The hard cap of a daemon, fed by its budget monitor and settled by its usage events. */
+export function hardCapFor(ctx: DaemonContext, metering: { pricer: Pricer; observe(listener: (e: UsageEvent) => void): void }): HardCap {
+  const monitor = budgetMonitorOf(ctx);
+  if (!monitor) throw new Error('the budget monitor must be registered before the hard cap');
+  // An ended call's cost is counted here until a spend re-read surely includes it: its event
+  // is written within a flush interval, and re-read within the next.
+  const cap = new HardCap(monitor, metering.pricer, 2 * ctx.config.flushIntervalMs + 1_000);
+  metering.observe((event) => cap.settle(event));
+  return cap;
 }

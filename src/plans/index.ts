@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { Component } from '../server/daemon.js';
+import type { Component, DaemonContext } from '../server/daemon.js';
 import type { Db } from '../store/types.js';
 import { Admissions } from './admission.js';
 import { PlanBook } from './plans.js';
@@ -62,4 +62,13 @@ export function createPlans({ config, logger, store, retentionIntervalMs = 3_600
     },
   };
   return { admissions, book, component };
+}
+
+const perDaemon = new WeakMap<DaemonContext, ReturnType<typeof createPlans>>();
+
+/** The one plans setup of a daemon: its component keeps the limits fresh, the proxy admits with it. */
+export function plansFor(ctx: DaemonContext): ReturnType<typeof createPlans> {
+  let setup = perDaemon.get(ctx);
+  if (!setup) perDaemon.set(ctx, (setup = createPlans(ctx)));
+  return setup;
 }

@@ -16,8 +16,9 @@ export class RequestBodyTap {
 
   /** The body for the upstream client. Stopping early (the provider answered before reading
    *  it all) must not destroy the request: its socket still carries our response. */
-  async *stream(req: IncomingMessage): AsyncGenerator<Buffer> {
-    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+  async *stream(source: IncomingMessage | AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    const chunks = 'iterator' in source ? (source.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) : source;
+    for await (const chunk of chunks) {
       if (this.chunks) {
         this.size += chunk.length;
         if (this.size <= this.limit) this.chunks.push(chunk);
@@ -42,4 +43,38 @@ export function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
   if (length !== undefined) return length !== '0';
   return req.headers['transfer-encoding'] !== undefined;
+}
+
+/** Reads up to `limit` bytes of a request body before anything is forwarded (the hard cap
+ *  prices a call from its body). `body` is the whole body when it fit; `source` replays what
+ *  was read, then the rest, for the upstream. */
+export async function readAhead(req: IncomingMessage, limit = REQUEST_COPY_LIMIT): Promise<{
+  body: Buffer | undefined;
+  bytes: number;
+  source: AsyncIterable<Buffer>;
+}> {
+  const it = (req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const head: Buffer[] = [];
+  let bytes = 0;
+  let done = false;
+  while (bytes <= limit) {
+    const next = await it.next();
+    if (next.done) {
+      done = true;
+      break;
+    }
+    head.push(next.value);
+    bytes += next.value.length;
+  }
+  const declared = Number(req.headers['content-length']);
+  async function* source(): AsyncGenerator<Buffer> {
+    yield* head;
+    if (done) return;
+    for (let next = await it.next(); !next.done; next = await it.next()) yield next.value;
+  }
+  return {
+    body: done ? Buffer.concat(head, bytes) : undefined,
+    bytes: done ? bytes : Math.max(bytes, Number.isFinite(declared) ? declared : 0),
+    source: source(),
+  };
 }

@@ -3,7 +3,7 @@ import { parseTags } from '../metering/tags.js';
 import type { Metering } from '../metering/types.js';
 import type { Component, ComponentFactory, DaemonContext } from '../server/daemon.js';
 import { noMetering } from './guarded-meter.js';
-import { createProxyHandler, type Admitter, type TagParser } from './handler.js';
+import { createProxyHandler, type Admitter, type HardCapAdmitter, type TagParser } from './handler.js';
 import { buildTargets } from './targets.js';
 import { UpstreamPools } from './upstreams.js';
 
@@ -14,6 +14,8 @@ export interface ProxyOptions {
   parseTags?: TagParser;
   /** Pre-flight admission (plans: rate limit and quota; budgets: hard cap), default none. */
   admission?: (ctx: DaemonContext) => Admitter | Promise<Admitter>;
+  /** The Pro hard cap (budgets), default none. */
+  hardCap?: (ctx: DaemonContext) => HardCapAdmitter;
 }
 
 /** `/proxy/{slug}/…`: the daemon's proxy, with its key cache and upstream pools. */
@@ -22,6 +24,7 @@ export function proxyComponent(options: ProxyOptions = {}): ComponentFactory {
     const { config, logger, store } = ctx;
     const metering = typeof options.metering === 'function' ? await options.metering(ctx) : (options.metering ?? noMetering);
     const admitter = options.admission ? await options.admission(ctx) : undefined;
+    const hardCap = options.hardCap?.(ctx);
     const targets = buildTargets(config);
     const auth = await acquireKeyCache(store, { refreshMs: config.keyRefreshMs, logger });
     const pools = new UpstreamPools(targets.values(), config);
@@ -29,6 +32,7 @@ export function proxyComponent(options: ProxyOptions = {}): ComponentFactory {
       targets, pools, auth, metering,
       parseTags: options.parseTags ?? parseTags,
       admitter,
+      hardCap,
       idleTimeoutMs: config.idleTimeoutMs,
       logger,
     });

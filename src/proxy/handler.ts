@@ -5,9 +5,10 @@ import { serviceKeyFromHeaders } from '../auth/key-format.js';
 import type { Principal } from '../auth/types.js';
 import type { Logger } from '../log.js';
 import { uuidv7 } from '../metering/ids.js';
-import type { Metering } from '../metering/types.js';
+import type { CallStart, Metering } from '../metering/types.js';
 import { sendError, type ErrorCode } from '../server/errors.js';
-import { hasBody, RequestBodyTap } from './body-tap.js';
+import type { ProviderSlug } from '../providers/types.js';
+import { hasBody, readAhead, RequestBodyTap } from './body-tap.js';
 import { ForwardCall } from './forward.js';
 import { GuardedMeter } from './guarded-meter.js';
 import { upstreamRequestHeaders } from './headers.js';
@@ -33,6 +34,13 @@ export interface Admitter {
   admit(principal: Principal): Admission;
 }
 
+/** The Pro hard cap (src/budget/hard-cap.ts): needs the request body before admitting a call. */
+export interface HardCapAdmitter {
+  applies(accountId: string): boolean;
+  admit(call: { id: string; accountId: string; provider: ProviderSlug; path: string; body: Buffer | undefined; bodyBytes: number; time: Date }):
+    { ok: true } | { ok: false; message: string };
+}
+
 export interface ProxyDeps {
   targets: Map<string, UpstreamTarget>;
   pools: UpstreamPools;
@@ -40,6 +48,7 @@ export interface ProxyDeps {
   metering: Metering;
   parseTags: TagParser;
   admitter?: Admitter;
+  hardCap?: HardCapAdmitter;
   idleTimeoutMs: number;
   logger: Pick<Logger, 'error'>;
 }
@@ -59,7 +68,7 @@ export function createProxyHandler(deps: ProxyDeps) {
   const unauthorized = (res: ServerResponse, slug: string, message: string) =>
     sendError(res, 401, 'invalid_api_key', message, { shape: slug === 'anthropic' ? 'anthropic' : 'default' });
 
-  function forward(req: IncomingMessage, res: ServerResponse, url: string, end: number, slug: string, principal: Principal, viaMeterKey: boolean): void {
+  function forward(req: IncomingMessage, res: ServerResponse, url: string, end: number, slug: string, principal: Principal, viaMeterKey: boolean): void | Promise<void> {
     const time = new Date();
     const startedAt = performance.now();
     const target = deps.targets.get(slug);
@@ -77,14 +86,28 @@ export function createProxyHandler(deps: ProxyDeps) {
     // `rest` is what followed /proxy/{slug}/, query included.
     const rest = url.charCodeAt(end) === 0x2f ? url.slice(end + 1) : url.slice(end);
     const q = rest.indexOf('?');
+    const path = q === -1 ? rest : rest.slice(0, q);
     const id = uuidv7(time.getTime());
-    const meter = GuardedMeter.begin(
-      deps.metering,
-      { id, time, startedAt, principal, provider: target.slug, path: q === -1 ? rest : rest.slice(0, q), tags: tags.tags },
-      deps.logger,
-    );
-    const tap = hasBody(req) ? new RequestBodyTap() : undefined;
-    const call = new ForwardCall(res, meter, tap, id, target, admission?.headers);
+    const start = { id, time, startedAt, principal, provider: target.slug, path, tags: tags.tags };
+    const headers = admission?.headers;
+    if (!deps.hardCap?.applies(principal.accountId)) {
+      return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, headers);
+    }
+    // Hard cap: the call's worst case comes from its body, so read it before deciding.
+    return readAhead(req).then(({ body, bytes, source }) => {
+      const decision = deps.hardCap!.admit({ id, accountId: principal.accountId, provider: target.slug, path, body, bodyBytes: bytes, time });
+      if (!decision.ok) return sendError(res, 402, 'budget_exceeded', decision.message, { shape, headers });
+      dispatch(req, res, rest, target, start, bytes > 0 ? source : undefined, viaMeterKey, headers);
+    });
+  }
+
+  function dispatch(
+    req: IncomingMessage, res: ServerResponse, rest: string, target: UpstreamTarget, start: CallStart,
+    body: IncomingMessage | AsyncIterable<Buffer> | undefined, viaMeterKey: boolean, headers: Record<string, string> | undefined,
+  ): void {
+    const meter = GuardedMeter.begin(deps.metering, start, deps.logger);
+    const tap = body ? new RequestBodyTap() : undefined;
+    const call = new ForwardCall(res, meter, tap, start.id, target, headers);
     try {
       deps.pools.get(target.origin).dispatch(
         {
@@ -93,7 +116,7 @@ export function createProxyHandler(deps: ProxyDeps) {
           method: req.method!,
           headers: upstreamRequestHeaders(req, viaMeterKey),
           // undici streams an async iterable body (its types only list Readable)
-          body: (tap ? tap.stream(req) : null) as Readable | null,
+          body: (tap ? tap.stream(body!) : null) as Readable | null,
           headersTimeout: deps.idleTimeoutMs,
           bodyTimeout: deps.idleTimeoutMs,
         },

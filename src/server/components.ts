@@ -1,7 +1,8 @@
 import { createAlertDeliverer } from '../alerts/index.js';
 import { analyticsComponent } from '../analytics/index.js';
-import { createBudgetMonitor } from '../budget/index.js';
+import { createBudgetMonitor, hardCapFor } from '../budget/index.js';
 import { meteringComponent, meteringFor } from '../metering/index.js';
+import { plansFor } from '../plans/index.js';
 import { proxyComponent } from '../proxy/component.js';
 import type { ComponentFactory } from './daemon.js';
 
@@ -9,9 +10,15 @@ import type { ComponentFactory } from './daemon.js';
 export const components: ComponentFactory[] = [
   // The event writer starts first and stops last: every drained call's event is written before exit.
   meteringComponent,
-  // Month-to-date spend per budgeted account and the 50/80/100% alerts (budgetMonitorOf(ctx) for the hard cap).
+  // Plan limits (rate limit, monthly quota) kept fresh in memory, and retention.
+  (ctx) => plansFor(ctx).component,
+  // Month-to-date spend per budgeted account and the 50/80/100% alerts.
   (ctx) => createBudgetMonitor(ctx),
-  proxyComponent({ metering: (ctx) => meteringFor(ctx).metering }),
+  proxyComponent({
+    metering: (ctx) => meteringFor(ctx).metering,
+    admission: (ctx) => plansFor(ctx).admissions,
+    hardCap: (ctx) => hardCapFor(ctx, meteringFor(ctx)),
+  }),
   analyticsComponent,
   (ctx) => createAlertDeliverer(ctx),
 ];

@@ -1,0 +1,50 @@
+import OpenAI from 'openai';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { components } from '../../src/server/components.js';
+import { startDaemon, type Daemon } from '../../src/server/daemon.js';
+import { atFileEnd, tempDirAtFileEnd } from './cleanup.js';
+import type { FakeUpstream } from './upstreams.js';
+
+/** A full daemon, as `meter start` builds it, in this process, on a shared database. */
+export async function startFullDaemon(databaseUrl: string, upstream: FakeUpstream, env: Record<string, string> = {}): Promise<Daemon> {
+  const config = loadConfig({
+    METER_PORT: '0', METER_DATA_DIR: tempDirAtFileEnd(), DATABASE_URL: databaseUrl,
+    METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`, METER_FLUSH_INTERVAL_MS: '100', METER_KEY_REFRESH_MS: '300',
+    ...env,
+  });
+  const daemon = await startDaemon(config, pino({ level: 'silent' }), components);
+  atFileEnd(() => daemon.close());
+  return daemon;
+}
+
+/** The OpenAI SDK pointed at a daemon with a service key; no retries, so every refusal shows. */
+export function openaiVia(daemon: Daemon, key: string): OpenAI {
+  return new OpenAI({ baseURL: `${daemon.url}/proxy/openai/v1`, apiKey: 'sk-provider', defaultHeaders: { 'x-meter-key': key }, maxRetries: 0 });
+}
+
+/** A chat completion with fixed usage, as OpenAI sends it, after `delayMs`. */
+export function answerChat(upstream: FakeUpstream, usage: { prompt: number; completion: number }, delayMs = 0): void {
+  upstream.respond(async (_req, res) => {
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+    const body = JSON.stringify({
+      id: 'chatcmpl-1', object: 'chat.completion', created: 1763726400, model: 'gpt-4o-2024-08-06',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion },
+    });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(body);
+  });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until `check` returns true; the elapsed milliseconds, or throws after `timeoutMs`. */
+export async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutMs) {
+    if (await check()) return Date.now() - t0;
+    await sleep(50);
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms`);
+}
