@@ -1,10 +1,13 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { openStore, type Store } from '../store/index.js';
 import { createAdminApi } from './admin.js';
 import { sendError, sendJson } from './errors.js';
+
+/** The longest a shutdown waits for in-flight calls (long streams) before cutting them. */
+const DRAIN_LIMIT_MS = 30_000;
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -75,6 +78,23 @@ export async function startDaemon(
       sendError(res, 500, 'internal_error', 'internal error in meter');
     });
   });
+  // Every connection, and those with a request in progress: a draining shutdown closes the
+  // rest at once (Node's closeIdleConnections misses a socket that never sent a request).
+  const sockets = new Set<Socket>();
+  const busy = new Map<Socket, number>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const n = (busy.get(socket) ?? 1) - 1;
+      if (n > 0) busy.set(socket, n);
+      else busy.delete(socket);
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -90,10 +110,22 @@ export async function startDaemon(
     store,
     close() {
       closing ??= (async () => {
-        // Stop accepting; idle keep-alive sockets go now, in-flight calls finish first.
+        // Stop accepting; idle keep-alive sockets go now, in-flight calls finish first. A socket
+        // that goes idle while draining (or opened without ever sending a request) is closed
+        // on the next sweep; past the drain limit every connection is cut.
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
+        const closeIdle = () => {
+          for (const socket of sockets) if (!busy.has(socket)) socket.destroy();
+        };
+        closeIdle();
+        const sweep = setInterval(closeIdle, 100);
+        const limit = setTimeout(() => {
+          logger.warn({ afterMs: DRAIN_LIMIT_MS }, 'calls still in flight at the drain limit: closing their connections');
+          server.closeAllConnections();
+        }, DRAIN_LIMIT_MS);
         await drained;
+        clearInterval(sweep);
+        clearTimeout(limit);
         for (const c of components.reverse()) {
           try {
             await c.stop?.();

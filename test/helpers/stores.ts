@@ -1,13 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, describe } from 'vitest';
+import { describe } from 'vitest';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
+import { atFileEnd, dropAtFileEnd, tempDirAtFileEnd } from './cleanup.js';
 
 /**
  * PostgreSQL for tests. CI sets METER_TEST_DATABASE_URL and a missing server fails the run;
@@ -36,7 +34,7 @@ async function probe(): Promise<string | undefined> {
 
 export const postgresUrl = await probe();
 
-/** A fresh database for one test file, dropped when the file ends. */
+/** A fresh database, dropped when the test file ends (callable from tests and hooks). */
 export async function createTestDatabase(): Promise<string> {
   if (!postgresUrl) throw new Error('PostgreSQL is not available');
   const name = `meter_t_${randomBytes(5).toString('hex')}`;
@@ -44,27 +42,18 @@ export async function createTestDatabase(): Promise<string> {
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
-  afterAll(async () => {
-    const c = new pg.Client({ connectionString: postgresUrl });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await c.end();
-  });
   const url = new URL(postgresUrl);
   url.pathname = `/${name}`;
+  dropAtFileEnd(url.toString());
   return url.toString();
 }
 
-/** A fresh temporary directory, removed when the file ends. */
-export function tempDir(prefix = 'meter-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+/** A fresh temporary directory, removed when the test file ends. */
+export const tempDir = tempDirAtFileEnd;
 
 export interface Backend {
   name: 'postgres' | 'embedded';
-  /** Opens a fresh, migrated store of this back-end for one test file. */
+  /** Opens a fresh, migrated store of this back-end, closed when the test file ends. */
   open(): Promise<Db>;
   /** Store configuration for a daemon or CLI process using a fresh store. */
   config(): Promise<{ databaseUrl?: string; dataDir: string }>;
@@ -75,8 +64,8 @@ export const backends: Backend[] = [
     name: 'embedded',
     async open() {
       const db = await openEmbedded(tempDir());
+      atFileEnd(() => db.close());
       await migrate(db);
-      afterAll(() => db.close());
       return db;
     },
     async config() {
@@ -87,8 +76,8 @@ export const backends: Backend[] = [
     name: 'postgres',
     async open() {
       const db = openPostgres(await createTestDatabase());
+      atFileEnd(() => db.close());
       await migrate(db);
-      afterAll(() => db.close());
       return db;
     },
     async config() {
