@@ -62,6 +62,7 @@ export class MeteredCall implements CallMeter {
     try {
       this.status = status;
       this.headAt = performance.now();
+      if (this.call.method !== undefined && this.call.method !== 'POST') return; // reads charge nothing
       const contentType = headers['content-type'];
       const format = streamFormat(Array.isArray(contentType) ? contentType[0] : contentType);
       if (format && this.provider) {

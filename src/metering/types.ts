@@ -20,6 +20,9 @@ export interface CallStart {
   provider: ProviderSlug;
   /** Path after /proxy/{slug}/, without the query string. */
   path: string;
+  /** The HTTP method: only a POST creates usage; a GET of a stored response (`v1/responses/{id}`)
+   *  repeats the usage of the call that made it and must not be charged again. */
+  method?: string;
   tags: Record<string, string>;
 }
 

@@ -88,7 +88,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     const q = rest.indexOf('?');
     const path = q === -1 ? rest : rest.slice(0, q);
     const id = uuidv7(time.getTime());
-    const start = { id, time, startedAt, principal, provider: target.slug, path, tags: tags.tags };
+    const start = { id, time, startedAt, principal, provider: target.slug, path, method: req.method, tags: tags.tags };
     const headers = admission?.headers;
     if (!deps.hardCap?.applies(principal.accountId)) {
       return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, headers);

@@ -111,6 +111,14 @@ describe('CallMeter', () => {
     expect(event.model).toBe('claude-sonnet-4-5');
   });
 
+  it('a GET of a stored response repeats its usage but charges nothing again', async () => {
+    const f = byName('openai', 'responses.json');
+    const get = await meter({ slug: 'openai', path: 'v1/responses/resp_1', method: 'GET', status: 200, chunks: [f.bytes] });
+    expect(get.event).toMatchObject({ status: 200, usageSource: 'none', cost: ZERO_COST, inputTokens: 0, outputTokens: 0 });
+    const post = await runFixture(f, [f.bytes]);
+    expect(post.event.usageSource).toBe('provider'); // the same body from the POST that made it is charged
+  });
+
   it('an upstream that could not be reached is an event too (the proxy\'s 502)', async () => {
     const { event } = await meter({ slug: 'openai', path: 'v1/chat/completions', requestBody: { model: 'gpt-4o' }, noHead: true, endStatus: 502 });
     expect(event).toMatchObject({ status: 502, usageSource: 'none', cost: ZERO_COST, model: 'gpt-4o', requestedModel: 'gpt-4o', ttfbMs: null });

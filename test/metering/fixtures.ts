@@ -90,6 +90,8 @@ export interface MeterRun {
   /** No response head at all (the upstream could not be reached). */
   noHead?: boolean;
   tags?: Record<string, string>;
+  /** The request's HTTP method (default: unset, as for a POST). */
+  method?: string;
 }
 
 /** Runs one call through a fresh MeteringService and resolves with its one event. */
@@ -99,7 +101,7 @@ export async function meter(run: MeterRun): Promise<{ event: UsageEvent; events:
   const done = new Promise<void>((resolve) => (delivered = resolve));
   const sink = { push: (e: UsageEvent) => { events.push(e); delivered(); } };
   const m = new MeteringService({ pricer, sink, logger: { warn() {}, error() {} } });
-  const call = m.begin(callStart(run.slug, run.path, run.tags));
+  const call = m.begin({ ...callStart(run.slug, run.path, run.tags), ...(run.method ? { method: run.method } : {}) });
   call.requestBody(run.requestBody === undefined ? undefined : Buffer.from(JSON.stringify(run.requestBody)));
   if (!run.noHead) call.responseHead(run.status ?? 200, { 'content-type': 'application/json', ...run.headers });
   for (const c of run.chunks ?? []) call.responseChunk(c);
