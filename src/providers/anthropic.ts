@@ -1,5 +1,5 @@
-import { bodyModel, isErrorBody, isNum, num, obj, parse, str, usage, type Obj } from './common.js';
-import { eachStringField, firstStringField, TextCollector } from './scan.js';
+import { bodyModel, isErrorBody, isNum, num, obj, parse, str, usage, type Obj , TextAccumulator } from './common.js';
+import { eachStringField, firstStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 /**
@@ -27,8 +27,7 @@ export function anthropicUsage(u: Obj): Usage | undefined {
 
 const DELTA_TEXT_KEYS = ['text', 'thinking', 'partial_json'];
 
-class AnthropicAccumulator implements StreamAccumulator {
-  private readonly text = new TextCollector();
+class AnthropicAccumulator extends TextAccumulator {
   private model: string | undefined;
   /** message_start's usage: real input and cache counts, placeholder output. */
   private start: Obj | undefined;
@@ -36,7 +35,9 @@ class AnthropicAccumulator implements StreamAccumulator {
   private delta: Obj | undefined;
   private error = false;
 
-  constructor(private readonly requested: string | undefined) {}
+  constructor(private readonly requested: string | undefined) {
+    super();
+  }
 
   onEvent(data: string, event?: string): void {
     const type = event ?? firstStringField(data, 'type');
@@ -61,14 +62,6 @@ class AnthropicAccumulator implements StreamAccumulator {
         return;
       default:
     }
-  }
-
-  streamedText(): string {
-    return this.text.text();
-  }
-
-  streamedChars(): number {
-    return this.text.chars();
   }
 
   result(): UsageResult {

@@ -1,5 +1,5 @@
-import { bodyModel, isErrorBody, isNum, num, obj, parse, usage, type Obj } from './common.js';
-import { eachStringField, firstStringField, TextCollector } from './scan.js';
+import { bodyModel, isErrorBody, isNum, num, obj, parse, usage, type Obj , TextAccumulator } from './common.js';
+import { eachStringField, firstStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 /**
@@ -22,12 +22,13 @@ const TEXT_EVENTS = new Map<string, readonly string[]>([
   ['tool-calls-chunk', ['text']],
 ]);
 
-class CohereAccumulator implements StreamAccumulator {
-  private readonly text = new TextCollector();
+class CohereAccumulator extends TextAccumulator {
   private last: Usage | undefined;
   private error = false;
 
-  constructor(private readonly requested: string | undefined) {}
+  constructor(private readonly requested: string | undefined) {
+    super();
+  }
 
   onEvent(data: string, event?: string): void {
     const type = event ?? firstStringField(data, 'event_type') ?? firstStringField(data, 'type');
@@ -53,14 +54,6 @@ class CohereAccumulator implements StreamAccumulator {
       if (u) this.last = u;
       if (typeof d?.error === 'string' && d.error !== '') this.error = true;
     }
-  }
-
-  streamedText(): string {
-    return this.text.text();
-  }
-
-  streamedChars(): number {
-    return this.text.chars();
   }
 
   result(): UsageResult {

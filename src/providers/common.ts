@@ -1,4 +1,5 @@
-import type { RequestInfo, Usage } from './types.js';
+import { TextCollector } from './scan.js';
+import type { RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -58,4 +59,20 @@ export function pathEndsWith(req: RequestInfo, tail: string): boolean {
   if (q >= 0) p = p.slice(0, q);
   while (p.endsWith('/')) p = p.slice(0, -1);
   return p.endsWith(tail);
+}
+
+/** The part every stream accumulator shares: the generated text, kept for an estimate. */
+export abstract class TextAccumulator implements StreamAccumulator {
+  protected readonly text = new TextCollector();
+
+  abstract onEvent(data: string, event?: string): void;
+  abstract result(): UsageResult;
+
+  streamedText(): string {
+    return this.text.text();
+  }
+
+  streamedChars(): number {
+    return this.text.chars();
+  }
 }

@@ -1,5 +1,5 @@
-import { isErrorBody, isNum, num, obj, parse, str, usage, type Obj } from './common.js';
-import { eachStringField, TextCollector } from './scan.js';
+import { isErrorBody, isNum, num, obj, parse, str, usage, type Obj , TextAccumulator } from './common.js';
+import { eachStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 /**
@@ -36,14 +36,15 @@ function responseModel(o: Obj | undefined): string | undefined {
   return v?.startsWith('models/') ? v.slice(7) : v;
 }
 
-class GeminiAccumulator implements StreamAccumulator {
-  private readonly text = new TextCollector();
+class GeminiAccumulator extends TextAccumulator {
   /** Every chunk repeats the running totals: only the last one is kept, parsed at the end. */
   private lastUsageEvent: string | undefined;
   private parsed: UsageResult | undefined;
   private error = false;
 
-  constructor(private readonly requested: string | undefined) {}
+  constructor(private readonly requested: string | undefined) {
+    super();
+  }
 
   onEvent(data: string): void {
     if (data.charCodeAt(0) !== 0x7b) return;
@@ -51,14 +52,6 @@ class GeminiAccumulator implements StreamAccumulator {
     if (data.includes('"usageMetadata"')) this.lastUsageEvent = data;
     if (data.includes('"error"') && parse(data)?.error !== undefined) this.error = true;
     eachStringField(data, 'text', this.text);
-  }
-
-  streamedText(): string {
-    return this.text.text();
-  }
-
-  streamedChars(): number {
-    return this.text.chars();
   }
 
   result(): UsageResult {

@@ -1,7 +1,7 @@
 import {
-  bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, str, usage, type Obj,
+  bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, str, TextAccumulator, usage, type Obj,
 } from './common.js';
-import { eachStringField, firstStringField, hasObjectField, objectStrings, TextCollector } from './scan.js';
+import { eachStringField, firstStringField, hasObjectField, objectStrings } from './scan.js';
 import type { Provider, ProviderSlug, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 /**
@@ -76,8 +76,7 @@ function hasError(o: Obj, opts: CompatOptions): boolean {
 /** Generated text in a chat chunk's `delta`: answer, reasoning (DeepSeek/xAI, Groq/Together), tool-call arguments. */
 const CHAT_TEXT_KEYS = ['content', 'reasoning_content', 'reasoning', 'arguments'];
 
-class CompatAccumulator implements StreamAccumulator {
-  private readonly text = new TextCollector();
+class CompatAccumulator extends TextAccumulator {
   private model: string | undefined;
   private scannedModel: string | undefined;
   private last: Usage | undefined;
@@ -87,7 +86,9 @@ class CompatAccumulator implements StreamAccumulator {
     private readonly opts: CompatOptions,
     private readonly mode: Mode,
     private readonly requested: string | undefined,
-  ) {}
+  ) {
+    super();
+  }
 
   onEvent(data: string, event?: string): void {
     if (data.charCodeAt(0) !== 0x7b /* { */) return; // `[DONE]`, keep-alives
@@ -125,14 +126,6 @@ class CompatAccumulator implements StreamAccumulator {
         eachStringField(data, 'delta', this.text);
       }
     }
-  }
-
-  streamedText(): string {
-    return this.text.text();
-  }
-
-  streamedChars(): number {
-    return this.text.chars();
   }
 
   result(): UsageResult {
