@@ -8,7 +8,7 @@ import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import { EventWriter, type EventWriterOptions } from '../../src/store/writer.js';
 import { expectedDaily, makeEvents } from '../metering/events.js';
-import { startTcpProxy, type TcpProxy } from '../metering/tcp-proxy.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
 
 /** pino lines, kept to check what the writer tells the operator. */

@@ -8,7 +8,7 @@ import type { Db } from '../../src/store/types.js';
 import { spawnDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/upstreams.js';
-import { startTcpProxy, type TcpProxy } from '../metering/tcp-proxy.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { loadFixtures } from '../metering/fixtures.js';
 
 /**
