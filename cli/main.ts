@@ -8,11 +8,11 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
+import { oneLineErrors } from './usage.js';
 
 const program = new Command('meter')
   .description('meter: a metering proxy for LLM APIs')
   .version(process.env.npm_package_version ?? '0.1.0')
-  .showHelpAfterError()
   .exitOverride();
 
 registerStart(program);
@@ -23,6 +23,7 @@ registerAccounts(program);
 registerKeys(program);
 registerBudget(program);
 registerAlerts(program);
+oneLineErrors(program);
 
 try {
   await program.parseAsync(process.argv);
@@ -32,7 +33,9 @@ try {
   } else {
     const e = err as Error;
     const debug = process.env.METER_DEBUG === '1' || process.env.METER_DEBUG === 'true';
-    process.stderr.write(`meter: ${debug ? e.stack : e.message}\n`);
+    // One line (CONTRACT §1): a driver's multi-line message is joined, the stack only on request.
+    const text = debug ? (e.stack ?? e.message) : String(e.message).replace(/\s*\n\s*/g, ' ').trim();
+    process.stderr.write(`meter: ${text}\n`);
     process.exitCode = 1;
   }
 }

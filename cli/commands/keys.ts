@@ -40,7 +40,7 @@ export function registerKeys(program: Command): void {
 
   keys
     .command('revoke <id>')
-    .description('revoke a key: every sidecar refuses it within 5 s')
+    .description('revoke a key (its id, or the full mk_… key): every sidecar refuses it within 5 s')
     .option('--json', 'print the result as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       await withStore(async (store) => {
@@ -52,7 +52,7 @@ export function registerKeys(program: Command): void {
 
   keys
     .command('rotate <id>')
-    .description('create a replacement key; the old one keeps working for the grace period')
+    .description('create a replacement key (for an id, or the full mk_… key); the old one keeps working for the grace period')
     .option('--grace <duration>', 'how long the old key keeps working: 30s, 15m, 1h, 2d, or 0', '1h')
     .option('--json', 'print {"id","key","account","name","created_at","replaces","old_expires_at"}')
     .action(async (id: string, opts: { grace: string; json?: boolean }) => {

@@ -1,6 +1,6 @@
 import type { Queryable } from '../store/types.js';
 import { AdminError, isoTime, unknownAccount } from './accounts.js';
-import { generateServiceKey, hashSecret } from './key-format.js';
+import { generateServiceKey, hashSecret, parseServiceKey } from './key-format.js';
 
 export type KeyStatus = 'active' | 'rotating' | 'expired' | 'revoked';
 
@@ -87,18 +87,31 @@ export async function listKeys(db: Queryable, account?: string): Promise<KeyInfo
   }));
 }
 
+/** A key's id, also from the full `mk_<id>_<secret>` (someone revoking a leaked key has that). */
+export function keyIdOf(idOrKey: string): string {
+  return parseServiceKey(idOrKey.trim())?.id ?? idOrKey;
+}
+
+/** What an error may show of a key argument: never a secret (CONTRACT §3), so anything
+ *  key-shaped is cut after its public id. */
+function shownKey(idOrKey: string): string {
+  const m = /^(mk_[0-9a-f]{0,12})_?./.exec(idOrKey.trim());
+  return m ? `${m[1]}_…` : idOrKey.length > 64 ? `${idOrKey.slice(0, 64)}…` : idOrKey;
+}
+
 function unknownKey(id: string): AdminError {
-  return new AdminError(`unknown key ${JSON.stringify(id)} (see: meter keys list)`);
+  return new AdminError(`unknown key ${JSON.stringify(shownKey(id))} (see: meter keys list)`);
 }
 
 /** Revokes at once (every sidecar drops it at its next refresh). Revoking twice is a no-op. */
-export async function revokeKey(db: Queryable, id: string): Promise<{ id: string; revoked_at: string }> {
+export async function revokeKey(db: Queryable, idOrKey: string): Promise<{ id: string; revoked_at: string }> {
+  const id = keyIdOf(idOrKey);
   const rows = await db.query<{ id: string; revoked_at: unknown }>(
     `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()), updated_at = now()
      WHERE id = $1 RETURNING id, revoked_at`,
     [id],
   );
-  if (!rows[0]) throw unknownKey(id);
+  if (!rows[0]) throw unknownKey(idOrKey);
   return { id: rows[0].id, revoked_at: isoTime(rows[0].revoked_at) };
 }
 
@@ -110,7 +123,8 @@ export interface RotatedKey extends CreatedKey {
 
 /** A new key for the same account and name; the old one keeps working for `graceSeconds`
  *  (never longer than it already would). Not subject to the plan's key limit: it replaces. */
-export async function rotateKey(db: Queryable, oldId: string, graceSeconds: number): Promise<RotatedKey> {
+export async function rotateKey(db: Queryable, oldIdOrKey: string, graceSeconds: number): Promise<RotatedKey> {
+  const oldId = keyIdOf(oldIdOrKey);
   const { id, secret, key } = generateServiceKey();
   // One statement: the insert and the old key's end either both happen or neither.
   const rows = await db.query<{ id: string; name: string | null; created_at: unknown; account: string; old_expires_at: unknown }>(
@@ -139,6 +153,6 @@ export async function rotateKey(db: Queryable, oldId: string, graceSeconds: numb
     };
   }
   const [old] = await db.query('SELECT 1 FROM api_keys WHERE id = $1', [oldId]);
-  if (!old) throw unknownKey(oldId);
+  if (!old) throw unknownKey(oldIdOrKey);
   throw new AdminError(`key ${JSON.stringify(oldId)} is revoked or expired: create a new one (meter keys create --account <name>)`);
 }

@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/stores.js';
+
+/** CONTRACT §1: every command has --help; a failure is one line on stderr, non-zero exit, and a
+ *  stack trace only with METER_DEBUG=1. */
+
+const COMMANDS = [
+  [], ['start'], ['migrate'], ['pricing'], ['pricing', 'show'], ['plans'], ['plans', 'list'], ['plans', 'set'],
+  ['accounts'], ['accounts', 'create'], ['accounts', 'list'], ['accounts', 'set-plan'],
+  ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke'], ['keys', 'rotate'],
+  ['budget'], ['budget', 'set'], ['budget', 'show'], ['budget', 'clear'],
+  ['alerts'], ['alerts', 'add'], ['alerts', 'list'], ['alerts', 'remove'], ['alerts', 'test'],
+];
+
+const oneLine = (stderr: string) => stderr.split('\n').filter((l) => l.trim() !== '');
+
+describe('meter usage and errors', () => {
+  it('every command answers --help on stdout with exit 0', { timeout: 120_000 }, async () => {
+    const results = await Promise.all(COMMANDS.map((args) => runCli([...args, '--help'])));
+    results.forEach((r, i) => {
+      const what = `meter ${COMMANDS[i]!.join(' ')} --help`;
+      expect(r.code, what).toBe(0);
+      expect(r.stdout, what).toMatch(new RegExp(`^Usage: meter ${COMMANDS[i]!.join(' ')}`.trimEnd()));
+      expect(r.stderr, what).toBe('');
+    });
+  });
+
+  it('a usage error is one line on stderr naming the problem and where help is, exit 1', { timeout: 120_000 }, async () => {
+    const cases: [string[], string][] = [
+      [['keys', 'create'], "meter: required option '--account <name>' not specified (see `meter keys create --help`)"],
+      [['keys', 'list', '--bogus'], "meter: unknown option '--bogus' (see `meter keys list --help`)"],
+      [['accounts', 'create'], "meter: missing required argument 'name' (see `meter accounts create --help`)"],
+      [['bogus'], 'meter: unknown command "bogus" for `meter`: expected one of start, migrate, pricing, plans, accounts, keys, budget, alerts (see `meter --help`)'],
+      [['keys'], 'meter: missing command for `meter keys`: expected one of create, list, revoke, rotate (see `meter keys --help`)'],
+      [['budget', 'nope'], 'meter: unknown command "nope" for `meter budget`: expected one of set, show, clear (see `meter budget --help`)'],
+      [[], 'meter: missing command for `meter`: expected one of start, migrate, pricing, plans, accounts, keys, budget, alerts (see `meter --help`)'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => runCli(args)));
+    results.forEach((r, i) => {
+      const [args, line] = cases[i]!;
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.stdout, args.join(' ')).toBe('');
+      expect(oneLine(r.stderr), args.join(' ')).toEqual([line]);
+    });
+  });
+
+  it('`meter help <command>` still prints that command’s help', { timeout: 60_000 }, async () => {
+    const r = await runCli(['keys', 'help', 'rotate']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: meter keys rotate/);
+  });
+
+  it('a failing command prints no stack trace, unless METER_DEBUG=1', { timeout: 60_000 }, async () => {
+    const env = { METER_DATA_DIR: tempDir(), DATABASE_URL: '' };
+    // One after the other: two processes never open one embedded store.
+    const plain = await runCli(['budget', 'show', '--account', 'ghost'], env);
+    const debug = await runCli(['budget', 'show', '--account', 'ghost'], { ...env, METER_DEBUG: '1' });
+    expect(plain.code).toBe(1);
+    expect(oneLine(plain.stderr)).toEqual(['meter: unknown account "ghost" (see `meter accounts list`)']);
+    expect(debug.code).toBe(1);
+    expect(debug.stderr).toContain('unknown account "ghost"');
+    expect(debug.stderr).toMatch(/\n\s+at /);
+  });
+
+  it('keys revoke and rotate take the full key too, and never echo its secret', { timeout: 120_000 }, async () => {
+    const env = { METER_DATA_DIR: tempDir(), DATABASE_URL: '' };
+    expect((await runCli(['accounts', 'create', 'acme'], env)).code).toBe(0);
+    const created = JSON.parse((await runCli(['keys', 'create', '--account', 'acme', '--json'], env)).stdout) as { id: string; key: string };
+    const secret = created.key.slice(16);
+
+    const unknown = `mk_000000000000_${secret}`;
+    const ghost = await runCli(['keys', 'revoke', unknown], env);
+    expect(ghost.code).toBe(1);
+    expect(oneLine(ghost.stderr)).toEqual(['meter: unknown key "mk_000000000000_…" (see: meter keys list)']);
+    const ghostRotate = await runCli(['keys', 'rotate', unknown], env);
+    expect(ghostRotate.stderr).not.toContain(secret);
+
+    const revoked = await runCli(['keys', 'revoke', created.key, '--json'], env);
+    expect(revoked.code).toBe(0);
+    expect(JSON.parse(revoked.stdout)).toMatchObject({ id: created.id });
+    expect(revoked.stdout + revoked.stderr).not.toContain(secret);
+  });
+});
