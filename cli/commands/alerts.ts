@@ -76,14 +76,21 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .command('test')
     .description("send a test message through each of the account's channels now; fails naming the channels that failed")
     .requiredOption('--account <name>', 'the account')
-    .action(async (opts: { account: string }) => {
+    .option('--json', 'print [{"id","kind","ok","detail","duration_ms"}] (a failure still exits 1)')
+    .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store, config) => {
         const results = await sendTestAlerts(store, opts.account, { timeoutMs: 10_000, smtpUrl: config.smtpUrl });
         if (results.length === 0) {
           throw new CliError(`account ${opts.account} has no alert channels (add one with \`meter alerts add --account ${opts.account} …\`)`);
         }
-        for (const r of results) {
-          out(`${r.result.ok ? 'ok    ' : 'FAILED'}  ${r.channel.kind.padEnd(7)}  ${r.channel.id}  ${r.detail} (${Math.round(r.result.durationMs)} ms)`);
+        if (opts.json) {
+          printJson(results.map((r) => ({
+            id: r.channel.id, kind: r.channel.kind, ok: r.result.ok, detail: r.detail, duration_ms: Math.round(r.result.durationMs),
+          })));
+        } else {
+          for (const r of results) {
+            out(`${r.result.ok ? 'ok    ' : 'FAILED'}  ${r.channel.kind.padEnd(7)}  ${r.channel.id}  ${r.detail} (${Math.round(r.result.durationMs)} ms)`);
+          }
         }
         const failed = results.filter((r) => !r.result.ok);
         if (failed.length > 0) {

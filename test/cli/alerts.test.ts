@@ -84,6 +84,16 @@ describeEachBackend('meter alerts', (backend) => {
       [ids.email!]: ['delivered', 'SMTP 250'],
       [ids.webhook!]: ['failed', 'HTTP 500: receiver says no'],
     });
+    const json = await meter('alerts', 'test', '--account', 'acme', '--json');
+    expect(json.code).toBe(1);
+    const results = JSON.parse(json.stdout) as unknown[];
+    expect(results).toHaveLength(3);
+    expect(results).toEqual(expect.arrayContaining([
+      { id: ids.slack, kind: 'slack', ok: true, detail: 'HTTP 200', duration_ms: expect.any(Number) },
+      { id: ids.email, kind: 'email', ok: true, detail: 'SMTP 250', duration_ms: expect.any(Number) },
+      { id: ids.webhook, kind: 'webhook', ok: false, detail: 'HTTP 500: receiver says no', duration_ms: expect.any(Number) },
+    ]));
+    expect(json.stderr).toContain(`1 of 3 channels failed: webhook ${ids.webhook}`);
     webhook.respond = () => 200;
     expect(await meter('alerts', 'test', '--account', 'acme')).toMatchObject({ code: 0, stderr: '' });
   });
