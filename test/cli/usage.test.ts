@@ -1,5 +1,8 @@
+import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { lockPath } from '../../src/store/lockfile.js';
 import { runCli } from '../helpers/cli.js';
+import { spawnDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/stores.js';
 
 /** CONTRACT §1: every command has --help; a failure is one line on stderr, non-zero exit, and a
@@ -80,5 +83,30 @@ describe('meter usage and errors', () => {
     expect(revoked.code).toBe(0);
     expect(JSON.parse(revoked.stdout)).toMatchObject({ id: created.id });
     expect(revoked.stdout + revoked.stderr).not.toContain(secret);
+  });
+});
+
+describe('meter commands on a busy embedded store', () => {
+  it('two commands at once both succeed: the second waits for the first', { timeout: 120_000 }, async () => {
+    const env = { METER_DATA_DIR: tempDir(), DATABASE_URL: '' };
+    const [a, b] = await Promise.all([runCli(['accounts', 'create', 'one'], env), runCli(['accounts', 'create', 'two'], env)]);
+    expect([a.code, a.stderr, b.code, b.stderr]).toEqual([0, '', 0, '']);
+    const list = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { name: string }[];
+    expect(list.map((x) => x.name)).toEqual(['one', 'two']);
+  });
+
+  it('a command right after `meter start` goes through the daemon once it is up', { timeout: 120_000 }, async () => {
+    const dataDir = tempDir();
+    const env = { METER_DATA_DIR: dataDir, DATABASE_URL: '', METER_PORT: '0' };
+    const starting = spawnDaemon(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'start'], env);
+    // Wait until the daemon holds the lock, i.e. is starting but not yet listening.
+    while (!existsSync(lockPath(dataDir))) await new Promise((r) => setTimeout(r, 20));
+    const created = await runCli(['accounts', 'create', 'early'], env);
+    const daemon = await starting;
+    try {
+      expect(created).toMatchObject({ code: 0, stderr: '' });
+    } finally {
+      expect(await daemon.stop('SIGTERM')).toBe(0);
+    }
   });
 });
