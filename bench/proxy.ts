@@ -8,6 +8,9 @@
  *
  *   npm run bench -- [--c1 3000] [--c64-seconds 2] [--rounds 3] [--streams 1000] [--only minimal|bare|shipped]
  *
+ * BENCH_DATABASE_URL=postgres://…/<throwaway database>: the daemon uses that PostgreSQL instead
+ * of the embedded store (tells the PGlite worker's share of the cost from the rest).
+ *
  * Reports, for non-streaming calls at concurrency 1 and 64, p50 / p99 latency direct and via
  * the daemon and the difference (added latency), req/s and the ratio, plus a stream's added
  * time to first byte. Targets (DESIGN.md): p50 ≤ 0.25 ms and p99 ≤ 1 ms added at concurrency 1.
@@ -34,6 +37,8 @@ const C64_SECONDS = flag('c64-seconds', 2);
 const ROUNDS = flag('rounds', 3);
 const STREAMS = flag('streams', 1000);
 const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+
+const DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 
@@ -76,7 +81,7 @@ async function startDaemon(dataDir: string, upstream: string, variant: Variant):
   const child = spawn(process.execPath, [...extra, '--import', 'tsx', ...entry], {
     cwd: packageRoot,
     env: {
-      ...process.env, METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: '',
+      ...process.env, METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: DATABASE_URL ?? '',
       METER_UPSTREAM_OPENAI: `${upstream}/v1`, METER_LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -161,11 +166,13 @@ async function main(): Promise<void> {
 async function measure(variant: Variant, mockOrigin: string): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meter-bench-'));
   // A key in the store before the daemon opens it (the daemon loads it at start).
-  const store = await openStore({ databaseUrl: undefined, dataDir });
+  const store = await openStore({ databaseUrl: DATABASE_URL, dataDir });
   // The bench measures the proxy, not the plan's limits: lift Pro's rate limit out of the way.
   await store.query(`UPDATE plans SET rate_limit_per_minute = 1000000000, monthly_call_quota = NULL WHERE name = 'pro'`);
-  await createAccount(store, 'bench', 'pro');
-  const { key } = await createKey(store, 'bench', 'bench');
+  // A shared PostgreSQL keeps accounts of earlier runs: each run gets its own.
+  const account = DATABASE_URL ? `bench-${variant}-${Date.now()}` : 'bench';
+  await createAccount(store, account, 'pro');
+  const { key } = await createKey(store, account, 'bench');
   await store.close();
   log(`starting the daemon (${variant})…`);
   const daemon = await startDaemon(dataDir, mockOrigin, variant);
@@ -210,7 +217,7 @@ async function measure(variant: Variant, mockOrigin: string): Promise<void> {
     line('chat, concurrency 64', c64.direct.lat, c64.proxy.lat);
     const rps = (x: { count: number; elapsed: number }) => x.count / x.elapsed;
     rows.push(`${'req/s, concurrency 64'.padEnd(24)}      direct ${rps(c64.direct).toFixed(0).padStart(7)}     via meter ${rps(c64.proxy).toFixed(0).padStart(7)}     ratio ${(rps(c64.proxy) / rps(c64.direct)).toFixed(2)}x`);
-    rows.push(`${'daemon RSS'.padEnd(24)}      after warm-up ${idleRss.toFixed(0)} MB, peak under load ${peakRss.toFixed(0)} MB${variant === 'minimal' ? '' : " (the embedded store's PGlite worker included)"}`);
+    rows.push(`${'daemon RSS'.padEnd(24)}      after warm-up ${idleRss.toFixed(0)} MB, peak under load ${peakRss.toFixed(0)} MB${variant === 'minimal' ? '' : DATABASE_URL ? ' (store: PostgreSQL)' : " (the embedded store's PGlite worker included)"}`);
     const what = {
       minimal: 'the smallest node:http + undici pass-through (the floor)',
       bare: 'the proxy alone (auth, header rules, no metering)',

@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
 import type { Pricer } from '../pricing/index.js';
-import { MeteredCall } from './call-meter.js';
+import { MeteredCall, type CallMeterDeps } from './call-meter.js';
 import { MeteringCounters } from './counters.js';
 import type { UsageEvent } from './event.js';
 import type { CallMeter, CallStart, EventSink, Metering } from './types.js';
@@ -17,23 +17,24 @@ export interface MeteringOptions {
 export class MeteringService implements Metering {
   readonly counters = new MeteringCounters();
   private readonly warnedUnpriced = new Set<string>();
-  private readonly sink: EventSink;
+  /** Shared by every call: nothing in it is per call, so it is built once, not per request. */
+  private readonly deps: CallMeterDeps;
 
   constructor(private readonly opts: MeteringOptions) {
-    this.sink = { push: (event) => this.deliver(event) };
-  }
-
-  begin(call: CallStart): CallMeter {
-    return new MeteredCall(call, {
-      pricer: this.opts.pricer,
-      sink: this.sink,
+    this.deps = {
+      pricer: opts.pricer,
+      sink: { push: (event) => this.deliver(event) },
       counters: this.counters,
-      onError: (step, err, c) => this.opts.logger.error(
+      onError: (step, err, c) => opts.logger.error(
         { err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, provider: c.provider, eventId: c.id },
         `metering: ${step} failed; the call is metered from what was seen`,
       ),
-      ...(this.opts.maxJsonBytes ? { maxJsonBytes: this.opts.maxJsonBytes } : {}),
-    });
+      ...(opts.maxJsonBytes ? { maxJsonBytes: opts.maxJsonBytes } : {}),
+    };
+  }
+
+  begin(call: CallStart): CallMeter {
+    return new MeteredCall(call, this.deps);
   }
 
   private deliver(event: UsageEvent): void {

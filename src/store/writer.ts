@@ -88,7 +88,10 @@ export class EventWriter implements EventSink, Component {
       this.log.error({ err: { message: (err as Error).message }, eventId: event?.id }, 'usage event could not be spooled');
       return;
     }
-    if (!this.kicked && !this.stopping && (this.spool.wantsFlush || this.spool.queued >= this.batchSize)) {
+    // A full batch kicks a ship only when one can start: while a statement runs (or the database
+    // is backing off) the ship loop or the interval takes the batch, and a kick would only fsync
+    // a few lines on every turn of the event loop (thousands of fsyncs a second under load).
+    if (!this.kicked && !this.stopping && (this.spool.wantsFlush || (this.spool.queued >= this.batchSize && this.canShip()))) {
       this.kicked = true;
       setImmediate(() => {
         this.kicked = false;
@@ -149,6 +152,10 @@ export class EventWriter implements EventSink, Component {
       this.tick();
       await sleep(10);
     }
+  }
+
+  private canShip(): boolean {
+    return this.shipping === undefined && Date.now() >= this.retryAt;
   }
 
   /** Every flush interval: make buffered events durable, then ship unless backing off. */
