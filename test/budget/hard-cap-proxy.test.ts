@@ -1,14 +1,9 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { createAccount } from '../../src/auth/accounts.js';
-import { createKey } from '../../src/auth/keys.js';
 import { setBudget } from '../../src/budget/admin.js';
 import { toUnits } from '../../src/budget/money.js';
-import { migrate } from '../../src/store/migrate.js';
-import { openPostgres } from '../../src/store/postgres.js';
-import { answerChat, eventually, openaiVia, startFullDaemon } from '../helpers/fleet.js';
-import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
-import { startFakeUpstream } from '../helpers/upstreams.js';
+import { eventually, openaiVia, startFleet } from '../helpers/fleet.js';
+import { postgresUrl } from '../helpers/stores.js';
 
 // gpt-4o: $2.50 / MTok input, $10 / MTok output. Each call really uses 100 + 400 tokens:
 // 100 × 2.5e-6 + 400 × 1e-5 = $0.00425. Its worst case (max_tokens 500, input ≤ body/3 tokens)
@@ -21,15 +16,10 @@ const call = (client: OpenAI) =>
 
 describe.skipIf(!postgresUrl)('the Pro hard cap through the proxy', () => {
   it('holds under concurrency across two sidecars: 402 budget_exceeded, the provider is not called, the overshoot stays within the in-flight reservations', async () => {
-    const url = await createTestDatabase();
-    const db = openPostgres(url);
-    await migrate(db);
-    await createAccount(db, 'capped', 'pro');
-    const { key } = await createKey(db, 'capped');
-    await setBudget(db, 'capped', BUDGET, true);
-    const upstream = await startFakeUpstream();
-    answerChat(upstream, { prompt: 100, completion: 400 }, 150);
-    const daemons = await Promise.all([startFullDaemon(url, upstream), startFullDaemon(url, upstream)]);
+    const { db, key, upstream, daemons } = await startFleet({
+      account: 'capped', plan: 'pro', sidecars: 2, usage: { prompt: 100, completion: 400 }, delayMs: 150,
+      setup: (db) => setBudget(db, 'capped', BUDGET, true),
+    });
     const clients = daemons.map((d) => openaiVia(d, key));
 
     // Waves of 8 concurrent calls per sidecar until everything is refused.
@@ -70,6 +60,5 @@ describe.skipIf(!postgresUrl)('the Pro hard cap through the proxy', () => {
 
     // The 100% alert still fires.
     await eventually(async () => (await db.query(`SELECT 1 FROM alert_levels_fired WHERE level = 100`)).length === 1, 5_000, '100% level fired');
-    await db.close();
   });
 });

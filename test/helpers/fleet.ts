@@ -3,8 +3,14 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { components } from '../../src/server/components.js';
 import { startDaemon, type Daemon } from '../../src/server/daemon.js';
+import { createAccount } from '../../src/auth/accounts.js';
+import { createKey } from '../../src/auth/keys.js';
+import { migrate } from '../../src/store/migrate.js';
+import { openPostgres } from '../../src/store/postgres.js';
+import type { Db } from '../../src/store/types.js';
 import { atFileEnd, tempDirAtFileEnd } from './cleanup.js';
-import type { FakeUpstream } from './upstreams.js';
+import { createTestDatabase } from './stores.js';
+import { startFakeUpstream, type FakeUpstream } from './upstreams.js';
 
 /** A full daemon, as `meter start` builds it, in this process, on a shared database. */
 export async function startFullDaemon(databaseUrl: string, upstream: FakeUpstream, env: Record<string, string> = {}): Promise<Daemon> {
@@ -47,4 +53,35 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs: numbe
     await sleep(50);
   }
   throw new Error(`${what}: not within ${timeoutMs} ms`);
+}
+
+export interface Fleet {
+  db: Db;
+  key: string;
+  upstream: FakeUpstream;
+  daemons: Daemon[];
+}
+
+/** A fresh PostgreSQL database with one account and key, a fake OpenAI answering with fixed
+ *  usage, and `sidecars` full daemons sharing the database. `setup` runs before they start
+ *  (the account exists by then). */
+export async function startFleet(opts: {
+  account: string;
+  plan: 'free' | 'pro';
+  sidecars: number;
+  usage?: { prompt: number; completion: number };
+  delayMs?: number;
+  setup?: (db: Db) => Promise<unknown>;
+}): Promise<Fleet> {
+  const url = await createTestDatabase();
+  const db = openPostgres(url);
+  atFileEnd(() => db.close());
+  await migrate(db);
+  await createAccount(db, opts.account, opts.plan);
+  const { key } = await createKey(db, opts.account);
+  await opts.setup?.(db);
+  const upstream = await startFakeUpstream();
+  answerChat(upstream, opts.usage ?? { prompt: 10, completion: 5 }, opts.delayMs);
+  const daemons = await Promise.all(Array.from({ length: opts.sidecars }, () => startFullDaemon(url, upstream)));
+  return { db, key, upstream, daemons };
 }

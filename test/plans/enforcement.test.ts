@@ -1,12 +1,8 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { createAccount, setAccountPlan } from '../../src/auth/accounts.js';
-import { createKey } from '../../src/auth/keys.js';
-import { openPostgres } from '../../src/store/postgres.js';
-import { migrate } from '../../src/store/migrate.js';
-import { answerChat, eventually, openaiVia, sleep, startFullDaemon } from '../helpers/fleet.js';
-import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
-import { startFakeUpstream } from '../helpers/upstreams.js';
+import { setAccountPlan } from '../../src/auth/accounts.js';
+import { eventually, openaiVia, sleep, startFleet } from '../helpers/fleet.js';
+import { postgresUrl } from '../helpers/stores.js';
 
 const ask = (client: OpenAI) => client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
 
@@ -18,17 +14,12 @@ async function refusal(client: OpenAI) {
 
 describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', () => {
   it('the monthly quota is fleet-wide, answers 429 quota_exceeded with Retry-After, and an upgrade frees calls at once', async () => {
-    const url = await createTestDatabase();
-    const db = openPostgres(url);
-    await migrate(db);
-    await db.query(`UPDATE plans SET monthly_call_quota = 6 WHERE name = 'free'`);
-    await createAccount(db, 'quota-acct', 'free');
-    const { key } = await createKey(db, 'quota-acct');
-    const upstream = await startFakeUpstream();
-    answerChat(upstream, { prompt: 10, completion: 5 });
-    const [a, b] = await Promise.all([startFullDaemon(url, upstream), startFullDaemon(url, upstream)]);
-    const viaA = openaiVia(a, key);
-    const viaB = openaiVia(b, key);
+    const { db, key, upstream, daemons: [a, b] } = await startFleet({
+      account: 'quota-acct', plan: 'free', sidecars: 2,
+      setup: (db) => db.query(`UPDATE plans SET monthly_call_quota = 6 WHERE name = 'free'`),
+    });
+    const viaA = openaiVia(a!, key);
+    const viaB = openaiVia(b!, key);
 
     for (let i = 0; i < 3; i++) {
       const { response } = await ask(viaA);
@@ -56,20 +47,14 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
       return results.every((r) => r.status === 'fulfilled');
     }, 5_000, 'upgrade frees calls on both sidecars');
     expect(ms).toBeLessThan(5_000);
-    await db.close();
   });
 
   it('the per-key rate limit answers 429 rate_limited with RateLimit headers on every response', async () => {
-    const url = await createTestDatabase();
-    const db = openPostgres(url);
-    await migrate(db);
-    await db.query(`UPDATE plans SET rate_limit_per_minute = 3 WHERE name = 'pro'`);
-    await createAccount(db, 'rate-acct', 'pro');
-    const { key } = await createKey(db, 'rate-acct');
-    const upstream = await startFakeUpstream();
-    answerChat(upstream, { prompt: 10, completion: 5 });
-    const daemon = await startFullDaemon(url, upstream);
-    const client = openaiVia(daemon, key);
+    const { key, upstream, daemons: [daemon] } = await startFleet({
+      account: 'rate-acct', plan: 'pro', sidecars: 1,
+      setup: (db) => db.query(`UPDATE plans SET rate_limit_per_minute = 3 WHERE name = 'pro'`),
+    });
+    const client = openaiVia(daemon!, key);
     // Keep the four calls inside one minute window.
     const second = new Date().getUTCSeconds();
     if (second > 50) await sleep((61 - second) * 1000);
@@ -89,6 +74,5 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
     expect(reset).toBeLessThanOrEqual(60);
     expect(err.headers?.get('retry-after')).toBe(String(reset));
     expect(upstream.requests).toHaveLength(3);
-    await db.close();
   });
 });
