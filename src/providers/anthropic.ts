@@ -1,4 +1,4 @@
-import { bodyModel, isErrorBody, isNum, num, obj, parse, str, usage, type Obj , TextAccumulator } from './common.js';
+import { bodyModel, isErrorBody, isNum, num, obj, parse, str, TextAccumulator, usage, usageResult, type Obj } from './common.js';
 import { eachStringField, firstStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
@@ -65,9 +65,6 @@ class AnthropicAccumulator extends TextAccumulator {
   }
 
   result(): UsageResult {
-    const r: UsageResult = {};
-    const model = this.model ?? this.requested;
-    if (model !== undefined) r.model = model;
     let merged: Obj | undefined = this.start;
     if (this.delta) {
       // message_delta's non-null fields replace message_start's (never added to them)
@@ -75,10 +72,7 @@ class AnthropicAccumulator extends TextAccumulator {
       for (const [k, v] of Object.entries(this.delta)) if (v !== null && v !== undefined) merged[k] = v;
     }
     const u = merged && anthropicUsage(merged);
-    if (u) r.usage = u;
-    if (this.start && !this.delta) r.incomplete = true;
-    if (this.error) r.error = true;
-    return r;
+    return usageResult(this.model ?? this.requested, u, this.error, this.start !== undefined && !this.delta);
   }
 }
 
@@ -88,16 +82,11 @@ export const anthropic: Provider = {
   requestModel: bodyModel,
   usageFromJson(body: unknown, req: RequestInfo): UsageResult {
     const o = obj(body);
-    const r: UsageResult = {};
     const model = str(o?.model) ?? bodyModel(req);
-    if (model !== undefined) r.model = model;
-    if (!o) return r;
+    if (!o) return usageResult(model, undefined);
     // count_tokens answers a bare `{input_tokens}` (no `usage`): it bills nothing
     const u = obj(o.usage);
-    const n = u && anthropicUsage(u);
-    if (n) r.usage = n;
-    if (isErrorBody(o)) r.error = true;
-    return r;
+    return usageResult(model, u && anthropicUsage(u), isErrorBody(o));
   },
   streamAccumulator(req: RequestInfo): StreamAccumulator {
     return new AnthropicAccumulator(bodyModel(req));

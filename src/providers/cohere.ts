@@ -1,4 +1,4 @@
-import { bodyModel, isErrorBody, isNum, num, obj, parse, usage, type Obj , TextAccumulator } from './common.js';
+import { bodyModel, isErrorBody, isNum, num, obj, parse, TextAccumulator, usage, usageResult, type Obj } from './common.js';
 import { eachStringField, firstStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
@@ -58,11 +58,7 @@ class CohereAccumulator extends TextAccumulator {
 
   result(): UsageResult {
     // Cohere responses name no model: the requested one is all there is
-    const r: UsageResult = {};
-    if (this.requested !== undefined) r.model = this.requested;
-    if (this.last) r.usage = this.last;
-    if (this.error) r.error = true;
-    return r;
+    return usageResult(this.requested, this.last, this.error);
   }
 }
 
@@ -72,16 +68,12 @@ export const cohere: Provider = {
   requestModel: bodyModel,
   usageFromJson(body: unknown, req: RequestInfo): UsageResult {
     const o = obj(body);
-    const r: UsageResult = {};
     const model = bodyModel(req);
-    if (model !== undefined) r.model = model;
-    if (!o) return r;
+    if (!o) return usageResult(model, undefined);
     const src = obj(o.usage) ?? obj(o.meta); // v2 chat / v1 chat, embed
-    const u = src && cohereUsage(src);
-    if (u) r.usage = u;
     // Cohere's error body is `{"id"?, "message": "…"}`; a v2 answer's `message` is an object
-    if (isErrorBody(o) || (!src && typeof o.message === 'string' && o.text === undefined)) r.error = true;
-    return r;
+    const error = isErrorBody(o) || (!src && typeof o.message === 'string' && o.text === undefined);
+    return usageResult(model, src && cohereUsage(src), error);
   },
   streamAccumulator(req: RequestInfo): StreamAccumulator {
     return new CohereAccumulator(bodyModel(req));

@@ -33,6 +33,16 @@ export function usage(p: Partial<Usage>): Usage {
   return u;
 }
 
+/** A UsageResult holding only what was found (results are compared field by field). */
+export function usageResult(model: string | undefined, found: Usage | undefined, error = false, incomplete = false): UsageResult {
+  const r: UsageResult = {};
+  if (model !== undefined) r.model = model;
+  if (found) r.usage = found;
+  if (error) r.error = true;
+  if (incomplete) r.incomplete = true;
+  return r;
+}
+
 /** `model` of a JSON request body (every provider but Gemini). */
 export function bodyModel(req: RequestInfo): string | undefined {
   return str(obj(req.body)?.model);

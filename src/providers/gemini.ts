@@ -1,4 +1,4 @@
-import { isErrorBody, isNum, num, obj, parse, str, usage, type Obj , TextAccumulator } from './common.js';
+import { isErrorBody, isNum, num, obj, parse, str, TextAccumulator, usage, usageResult, type Obj } from './common.js';
 import { eachStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
@@ -56,16 +56,10 @@ class GeminiAccumulator extends TextAccumulator {
 
   result(): UsageResult {
     if (this.parsed) return this.parsed;
-    const r: UsageResult = {};
     const o = this.lastUsageEvent === undefined ? undefined : parse(this.lastUsageEvent);
-    const model = responseModel(o) ?? this.requested;
-    if (model !== undefined) r.model = model;
     const m = obj(o?.usageMetadata);
-    const u = m && geminiUsage(m);
-    if (u) r.usage = u;
-    if (this.error) r.error = true;
-    this.parsed = r;
-    return r;
+    this.parsed = usageResult(responseModel(o) ?? this.requested, m && geminiUsage(m), this.error);
+    return this.parsed;
   }
 }
 
@@ -82,15 +76,10 @@ export const gemini: Provider = {
         if (c?.usageMetadata !== undefined) o = c;
       }
     }
-    const r: UsageResult = {};
     const model = responseModel(o) ?? geminiPathModel(req.path);
-    if (model !== undefined) r.model = model;
-    if (!o) return r;
+    if (!o) return usageResult(model, undefined);
     const m = obj(o.usageMetadata);
-    const u = m && geminiUsage(m);
-    if (u) r.usage = u;
-    if (isErrorBody(o)) r.error = true;
-    return r;
+    return usageResult(model, m && geminiUsage(m), isErrorBody(o));
   },
   streamAccumulator(req: RequestInfo): StreamAccumulator {
     return new GeminiAccumulator(geminiPathModel(req.path));

@@ -1,5 +1,5 @@
 import {
-  bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, str, TextAccumulator, usage, type Obj,
+  bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, str, TextAccumulator, usage, usageResult, type Obj,
 } from './common.js';
 import { eachStringField, firstStringField, hasObjectField, objectStrings } from './scan.js';
 import type { Provider, ProviderSlug, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
@@ -129,12 +129,7 @@ class CompatAccumulator extends TextAccumulator {
   }
 
   result(): UsageResult {
-    const r: UsageResult = {};
-    const model = this.model ?? this.scannedModel ?? this.requested;
-    if (model !== undefined) r.model = model;
-    if (this.last) r.usage = this.last;
-    if (this.error) r.error = true;
-    return r;
+    return usageResult(this.model ?? this.scannedModel ?? this.requested, this.last, this.error);
   }
 }
 
@@ -146,14 +141,9 @@ export function openAICompatible(opts: CompatOptions): Provider {
     requestModel: bodyModel,
     usageFromJson(body: unknown, req: RequestInfo): UsageResult {
       const o = obj(body);
-      const r: UsageResult = {};
       const model = (o && modelIn(o)) ?? bodyModel(req);
-      if (model !== undefined) r.model = model;
-      if (!o) return r;
-      const u = usageIn(o, opts);
-      if (u) r.usage = u;
-      if (isErrorBody(o) || opts.extraError?.(o)) r.error = true;
-      return r;
+      if (!o) return usageResult(model, undefined);
+      return usageResult(model, usageIn(o, opts), isErrorBody(o) || opts.extraError?.(o) === true);
     },
     streamAccumulator(req: RequestInfo): StreamAccumulator {
       return new CompatAccumulator(opts, modeOf(req), bodyModel(req));
