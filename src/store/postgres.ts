@@ -31,20 +31,40 @@ export function openPostgres(connectionString: string, opts: { max?: number; app
     },
   });
 
-  /** Holds a session-level advisory lock on one pooled connection while fn runs. */
-  async function locked<T>(key: string, wait: boolean, fn: (conn: ReturnType<typeof client>) => Promise<T>) {
+  /**
+   * Checks a client out for fn, listening for its 'error' while it is held: pg emits 'error' on
+   * a checked-out client whose connection dies mid-statement (pool.on('error') covers only idle
+   * clients), and an unheard 'error' event ends the process. A client whose connection broke, or
+   * whose state is unknown (a failed ROLLBACK or unlock), goes back with an error, so the pool
+   * discards it instead of handing it out again.
+   */
+  async function hold<T>(fn: (c: pg.PoolClient, discard: (err: Error) => void) => Promise<T>): Promise<T> {
     const c = await pool.connect();
+    let broken: Error | undefined;
+    const discard = (err: Error) => {
+      broken ??= err;
+    };
+    c.on('error', discard);
     try {
+      return await fn(c, discard);
+    } finally {
+      c.off('error', discard);
+      c.release(broken ?? false);
+    }
+  }
+
+  /** Holds a session-level advisory lock on one pooled connection while fn runs. */
+  function locked<T>(key: string, wait: boolean, fn: (conn: ReturnType<typeof client>) => Promise<T>) {
+    return hold(async (c, discard) => {
       if (wait) await c.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
       else if (!(await c.query('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [key])).rows[0]?.ok) return undefined;
       try {
         return await fn(client(c));
       } finally {
-        await c.query('SELECT pg_advisory_unlock(hashtext($1))', [key]).catch(() => {});
+        // A session that may still hold the lock must not go back to the pool.
+        await c.query('SELECT pg_advisory_unlock(hashtext($1))', [key]).catch(discard);
       }
-    } finally {
-      c.release();
-    }
+    });
   }
 
   return {
@@ -55,20 +75,18 @@ export function openPostgres(connectionString: string, opts: { max?: number; app
     async exec(sql) {
       await pool.query(sql);
     },
-    async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
-      const c = await pool.connect();
-      try {
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
+      hold(async (c, discard) => {
         await c.query('BEGIN');
-        const result = await fn(client(c));
-        await c.query('COMMIT');
-        return result;
-      } catch (err) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw err;
-      } finally {
-        c.release();
-      }
-    },
+        try {
+          const result = await fn(client(c));
+          await c.query('COMMIT');
+          return result;
+        } catch (err) {
+          await c.query('ROLLBACK').catch(discard);
+          throw err;
+        }
+      }),
     // Waiting for the lock, fn always runs: its result is never the "not acquired" undefined.
     withAdvisoryLock: async <T>(key: string, fn: (conn: ReturnType<typeof client>) => Promise<T>) =>
       (await locked(key, true, fn)) as T,

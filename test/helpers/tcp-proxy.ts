@@ -1,6 +1,22 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 
+/** Which way a chunk is going through the relay. */
+export type Direction = 'to-server' | 'to-client';
+
+/** One relayed connection, as a tap sees it: `marks` lets a tap remember what already passed. */
+export interface RelayedConnection {
+  readonly id: number;
+  readonly marks: Set<string>;
+}
+
+/**
+ * Sees every chunk before it is relayed and decides: `forward` it, or `cut` the connection
+ * (both sides) so the chunk never arrives — a database whose connection dies at a chosen moment
+ * of the protocol (mid-statement, after COMMIT before its reply, during connect).
+ */
+export type Tap = (direction: Direction, chunk: Buffer, conn: RelayedConnection) => 'forward' | 'cut';
+
 /**
  * A TCP relay on 127.0.0.1 in front of a real server, that a test can take down (connections
  * cut, new ones refused) and bring back on the same port: a database that goes away and
@@ -12,6 +28,10 @@ export interface TcpProxy {
   urlFor(url: string): string;
   down(): Promise<void>;
   up(): Promise<void>;
+  /** Sets (or with undefined removes) the tap that may cut connections chunk by chunk. */
+  tap(tap: Tap | undefined): void;
+  /** Connections cut by the tap so far. */
+  readonly cuts: number;
   close(): Promise<void>;
 }
 
@@ -21,10 +41,14 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let port = 0;
+  let tap: Tap | undefined;
+  let nextId = 1;
+  let cuts = 0;
 
   const listen = () => new Promise<void>((resolve, reject) => {
     const s = createServer((client) => {
       const upstream = connect(targetPort, target.hostname);
+      const conn: RelayedConnection = { id: nextId++, marks: new Set() };
       sockets.add(client).add(upstream);
       const cut = () => {
         client.destroy();
@@ -36,8 +60,21 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
         sock.on('error', cut);
         sock.on('close', cut);
       }
-      client.pipe(upstream);
-      upstream.pipe(client);
+      // A hand-made pipe, so the tap sees each chunk before the other side does.
+      const relay = (from: Socket, to: Socket, direction: Direction) => {
+        from.on('data', (chunk: Buffer) => {
+          if (tap?.(direction, chunk, conn) === 'cut') {
+            cuts++;
+            return cut();
+          }
+          if (!to.write(chunk)) {
+            from.pause();
+            to.once('drain', () => from.resume());
+          }
+        });
+      };
+      relay(client, upstream, 'to-server');
+      relay(upstream, client, 'to-client');
     });
     s.once('error', reject);
     s.listen(port, '127.0.0.1', () => {
@@ -68,6 +105,12 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     },
     down,
     up: () => (server ? Promise.resolve() : listen()),
+    tap(t) {
+      tap = t;
+    },
+    get cuts() {
+      return cuts;
+    },
     close: down,
   };
 }
