@@ -90,10 +90,16 @@ function dayOfUpperBound(p: EventsParams): string | undefined {
 /** `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */
 const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');
 
+/** The string pairs of a stored tags object (what the caller sent). */
+export function stringTags(stored: Record<string, unknown> | null): Record<string, string> {
+  const tags: Record<string, string> = {};
+  for (const [k, v] of Object.entries(stored ?? {})) if (typeof v === 'string') tags[k] = v;
+  return tags;
+}
+
 /** Exactly the fields of CONTRACT §4, tags limited to the string pairs the caller sent. */
 function toEvent(r: EventRow): JsonValue {
-  const tags: Record<string, string> = {};
-  for (const [k, v] of Object.entries(r.tags ?? {})) if (typeof v === 'string') tags[k] = v;
+  const tags = stringTags(r.tags);
   return {
     id: r.event_id,
     time: isoTime(r.time_utc),

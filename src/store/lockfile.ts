@@ -30,7 +30,8 @@ export function readLock(dataDir: string): LockInfo | undefined {
   }
 }
 
-function alive(pid: number): boolean {
+/** true while process `pid` exists (EPERM: it exists, as another user's). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
