@@ -78,21 +78,26 @@ export async function startDaemon(
       sendError(res, 500, 'internal_error', 'internal error in meter');
     });
   });
-  // Every connection, and those with a request in progress: a draining shutdown closes the
-  // rest at once (Node's closeIdleConnections misses a socket that never sent a request).
+  // Every connection, and the responses in progress on each: a draining shutdown closes the
+  // idle ones at once (Node's closeIdleConnections misses a socket that never sent a request).
   const sockets = new Set<Socket>();
-  const busy = new Map<Socket, number>();
+  const inFlight = new Map<Socket, Set<ServerResponse>>();
+  let draining = false;
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    // Draining: this response says `Connection: close` and its socket closes after it, so a
+    // keep-alive client sends its next call elsewhere instead of to a daemon on its way out.
+    if (draining) res.shouldKeepAlive = false;
     const socket = req.socket;
-    busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    let open = inFlight.get(socket);
+    if (!open) inFlight.set(socket, (open = new Set()));
+    open.add(res);
     res.once('close', () => {
-      const n = (busy.get(socket) ?? 1) - 1;
-      if (n > 0) busy.set(socket, n);
-      else busy.delete(socket);
+      open.delete(res);
+      if (open.size === 0 && inFlight.get(socket) === open) inFlight.delete(socket);
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -110,12 +115,16 @@ export async function startDaemon(
     store,
     close() {
       closing ??= (async () => {
-        // Stop accepting; idle keep-alive sockets go now, in-flight calls finish first. A socket
-        // that goes idle while draining (or opened without ever sending a request) is closed
-        // on the next sweep; past the drain limit every connection is cut.
+        // Stop accepting; idle keep-alive sockets go now; calls in flight finish, and each
+        // response not yet begun says `Connection: close`, so no socket takes another call. A
+        // socket whose response had begun (a stream) is closed by the sweep once it goes idle;
+        // past the drain limit every connection is cut.
+        draining = true;
+        const t0 = Date.now();
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        for (const open of inFlight.values()) for (const res of open) if (!res.headersSent) res.shouldKeepAlive = false;
         const closeIdle = () => {
-          for (const socket of sockets) if (!busy.has(socket)) socket.destroy();
+          for (const socket of sockets) if (!inFlight.has(socket)) socket.destroy();
         };
         closeIdle();
         const sweep = setInterval(closeIdle, 100);
@@ -126,6 +135,7 @@ export async function startDaemon(
         await drained;
         clearInterval(sweep);
         clearTimeout(limit);
+        logger.info({ ms: Date.now() - t0 }, 'in-flight calls drained');
         for (const c of components.reverse()) {
           try {
             await c.stop?.();
