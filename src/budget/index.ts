@@ -29,9 +29,9 @@ export function budgetMonitorOf(ctx: DaemonContext): BudgetMonitor | undefined {
 export function hardCapFor(ctx: DaemonContext, metering: { pricer: Pricer; observe(listener: (e: UsageEvent) => void): void }): HardCap {
   const monitor = budgetMonitorOf(ctx);
   if (!monitor) throw new Error('the budget monitor must be registered before the hard cap');
-  // An ended call's cost is counted here until a spend re-read surely includes it: its event
-  // is written within a flush interval, and re-read within the next.
-  const cap = new HardCap(monitor, metering.pricer, 2 * ctx.config.flushIntervalMs + 1_000);
+  // An ended call's cost is counted here until a spend re-read shows its event.
+  const cap = new HardCap(monitor, metering.pricer);
+  monitor.attachLedger(cap);
   metering.observe((event) => cap.settle(event));
   return cap;
 }

@@ -4,7 +4,7 @@ import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
 import { formatUnits, reached, toUnits } from './money.js';
 import { monthWindow } from './month.js';
-import { fireLevel, LEVELS, loadBudgetStates, type BudgetRow } from './queries.js';
+import { fireLevel, LEVELS, loadBudgetStates, seenEvents, type BudgetRow } from './queries.js';
 
 /** What the daemon knows about one budgeted account, as of the last refresh. */
 export interface BudgetSnapshot {
@@ -22,6 +22,17 @@ export interface BudgetSnapshot {
   spendUnits: bigint;
   levelsFired: number[];
   refreshedAt: Date;
+}
+
+/**
+ * Costs a sidecar counts itself until the re-read spend shows them (the hard cap's ledger). The
+ * monitor asks, in the snapshot the spend was read from, which of them that snapshot holds.
+ */
+export interface SpendLedger {
+  /** Events whose cost is counted locally (id and event time: the key of usage_events). */
+  unseenEvents(): { id: string; time: string }[];
+  /** Called in the same synchronous step as the new spend is installed. */
+  seen(ids: Iterable<string>, month: string): void;
 }
 
 export interface BudgetMonitorOptions {
@@ -43,6 +54,7 @@ export class BudgetMonitor implements Component {
   private stopped = false;
   private failing = false;
   private readonly now: () => Date;
+  private ledger: SpendLedger | undefined;
 
   constructor(private readonly db: Db, private readonly logger: Logger, private readonly opts: BudgetMonitorOptions) {
     this.now = opts.now ?? (() => new Date());
@@ -56,6 +68,11 @@ export class BudgetMonitor implements Component {
   /** The budget, hard-cap flag and month-to-date spend of an account; undefined without a budget. */
   budgetOf(accountId: string): BudgetSnapshot | undefined {
     return this.states.get(accountId);
+  }
+
+  /** The hard cap's ledger, told after every re-read which of its costs the spend now shows. */
+  attachLedger(ledger: SpendLedger): void {
+    this.ledger = ledger;
   }
 
   async start(): Promise<void> {
@@ -72,9 +89,11 @@ export class BudgetMonitor implements Component {
   /** One pass: re-read spend, fire what is crossed. Returns the levels this call fired. */
   async refresh(): Promise<{ account: string; level: number }[]> {
     const window = monthWindow(this.now());
-    const rows = await loadBudgetStates(this.db, window);
+    const { rows, seen } = await this.readSpend(window);
     const refreshedAt = new Date();
+    // One synchronous step: the new spend and the ledger's costs it holds change together.
     this.states = new Map(rows.map((r) => [r.account_id, snapshot(r, window.month, refreshedAt)]));
+    this.ledger?.seen(seen, window.month);
     const fired: { account: string; level: number }[] = [];
     for (const row of rows) {
       const state = this.states.get(row.account_id)!;
@@ -97,6 +116,23 @@ export class BudgetMonitor implements Component {
       }
     }
     return fired;
+  }
+
+  /**
+   * Spend, and which of the ledger's events that spend holds, from ONE snapshot: a repeatable-read
+   * transaction takes it at its first statement. An event the ledger gains after that statement
+   * answered was recorded after the snapshot, so its write (which starts later still) cannot be
+   * in it; every event gained before is looked up in the same snapshot. Exact either way.
+   */
+  private async readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
+    const ledger = this.ledger;
+    if (!ledger) return { rows: await loadBudgetStates(this.db, window), seen: [] };
+    return this.db.transaction(async (tx) => {
+      await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+      const rows = await loadBudgetStates(tx, window);
+      const unseen = ledger.unseenEvents();
+      return { rows, seen: unseen.length > 0 ? await seenEvents(tx, unseen) : [] };
+    });
   }
 
   private async tick(): Promise<void> {

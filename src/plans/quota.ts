@@ -49,9 +49,14 @@ export class QuotaTracker {
     return monthBounds(now).start === this.#month ? (this.#written.get(accountId) ?? 0) + local : local;
   }
 
+  /** true while the month's quota has room for one more call. */
+  fits(accountId: string, quota: number | null, now = Date.now()): boolean {
+    return quota === null || this.used(accountId, now) < quota;
+  }
+
   /** Counts a call against the quota when it fits; false when the month's quota is used up. */
   take(accountId: string, quota: number | null, now = Date.now()): boolean {
-    if (quota !== null && this.used(accountId, now) >= quota) return false;
+    if (!this.fits(accountId, quota, now)) return false;
     this.#local.set(accountId, (this.#local.get(accountId) ?? 0) + 1);
     return true;
   }

@@ -17,6 +17,7 @@ const MINUTE = 60_000;
 export class RateLimiter {
   readonly #windows = new Map<string, { window: number; count: number }>();
 
+  /** Takes a slot when one is free. */
   take(keyId: string, limit: number, now = Date.now()): RateLimitState {
     const window = Math.floor(now / MINUTE);
     let w = this.#windows.get(keyId);
@@ -26,12 +27,15 @@ export class RateLimiter {
     }
     const allowed = w.count < limit;
     if (allowed) w.count++;
-    return {
-      allowed,
-      limit,
-      remaining: Math.max(0, limit - w.count),
-      resetSeconds: Math.max(1, Math.ceil(((window + 1) * MINUTE - now) / 1000)),
-    };
+    return state(allowed, limit, w.count, window, now);
+  }
+
+  /** Whether a slot is free, and the headers as they stand; takes nothing. */
+  peek(keyId: string, limit: number, now = Date.now()): RateLimitState {
+    const window = Math.floor(now / MINUTE);
+    const w = this.#windows.get(keyId);
+    const count = w && w.window === window ? w.count : 0;
+    return state(count < limit, limit, count, window, now);
   }
 
   /** Drops windows that ended (called from the periodic refresh, never on the hot path). */
@@ -39,6 +43,15 @@ export class RateLimiter {
     const window = Math.floor(now / MINUTE);
     for (const [key, w] of this.#windows) if (w.window < window) this.#windows.delete(key);
   }
+}
+
+function state(allowed: boolean, limit: number, count: number, window: number, now: number): RateLimitState {
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(0, limit - count),
+    resetSeconds: Math.max(1, Math.ceil(((window + 1) * MINUTE - now) / 1000)),
+  };
 }
 
 export function rateLimitHeaders(s: RateLimitState): Record<string, string> {

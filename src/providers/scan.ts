@@ -184,3 +184,47 @@ export class TextCollector {
     return this.total;
   }
 }
+
+/**
+ * The string value of `key` in the outermost object of a JSON text that may be cut short (the
+ * first bytes of a body too large to parse): keys of nested objects are skipped, so a tool
+ * schema's `"model"` property is never taken for the request's. undefined when the key is not
+ * among the top-level keys the text holds, or its value is not a string.
+ */
+export function topLevelStringField(data: string, key: string): string | undefined {
+  let i = 0;
+  while (i < data.length && isWs(data.charCodeAt(i))) i++;
+  if (data.charCodeAt(i) !== 0x7b) return undefined;
+  let depth = 0;
+  let expectKey = false;
+  const n = data.length;
+  while (i < n) {
+    const c = data.charCodeAt(i);
+    if (c === 0x22) {
+      const end = stringEnd(data, i + 1);
+      if (end < 0) return undefined;
+      if (depth === 1 && expectKey) {
+        let j = end + 1;
+        while (j < n && isWs(data.charCodeAt(j))) j++;
+        if (data.charCodeAt(j) === 0x3a && end - i - 1 === key.length && data.startsWith(key, i + 1)) {
+          j++;
+          while (j < n && isWs(data.charCodeAt(j))) j++;
+          if (data.charCodeAt(j) !== 0x22) return undefined;
+          const close = stringEnd(data, j + 1);
+          return close < 0 ? undefined : decode(data, j + 1, close);
+        }
+        expectKey = false;
+      }
+      i = end + 1;
+      continue;
+    }
+    if (c === 0x7b || c === 0x5b) {
+      depth++;
+      if (depth === 1) expectKey = true;
+    } else if (c === 0x7d || c === 0x5d) {
+      if (--depth === 0) return undefined;
+    } else if (c === 0x2c && depth === 1) expectKey = true;
+    i++;
+  }
+  return undefined;
+}

@@ -51,6 +51,8 @@ export function hasBody(req: IncomingMessage): boolean {
 export async function readAhead(req: IncomingMessage, limit = REQUEST_COPY_LIMIT): Promise<{
   body: Buffer | undefined;
   bytes: number;
+  /** What was read of a body too large to read whole; undefined when `body` is set. */
+  head: Buffer | undefined;
   source: AsyncIterable<Buffer>;
 }> {
   const it = (req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
@@ -74,6 +76,7 @@ export async function readAhead(req: IncomingMessage, limit = REQUEST_COPY_LIMIT
   }
   return {
     body: done ? Buffer.concat(head, bytes) : undefined,
+    head: done ? undefined : Buffer.concat(head, bytes),
     bytes: done ? bytes : Math.max(bytes, Number.isFinite(declared) ? declared : 0),
     source: source(),
   };

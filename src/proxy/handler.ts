@@ -24,20 +24,33 @@ export interface TokenAuthenticator {
 
 export type TagParser = (headers: IncomingHttpHeaders) => { ok: true; tags: Record<string, string> } | { ok: false; message: string };
 
+/** A refusal of the service itself (429, 402): status, code and message of its error body. */
+export interface Refusal {
+  status: number;
+  code: ErrorCode;
+  message: string;
+}
+
 /** In-memory pre-flight checks (plan rate limit, quota, hard cap): no I/O. Its headers go on
  *  every response of the call (CONTRACT §6 RateLimit-*), a refusal is answered at once. */
 export type Admission =
   | { ok: true; headers: Record<string, string> }
-  | { ok: false; status: number; code: ErrorCode; message: string; headers: Record<string, string> };
+  | ({ ok: false; headers: Record<string, string> } & Refusal);
 
 export interface Admitter {
-  admit(principal: Principal): Admission;
+  /** Admits the call, or refuses it. A refused call counts against no limit; `gate` (the hard
+   *  cap) runs after the plan's own checks pass and before anything is counted. */
+  admit(principal: Principal, gate?: () => Refusal | undefined): Admission;
+  /** Would the call be admitted now? Counts nothing (answered before a body is read). */
+  check?(principal: Principal): Admission;
+  /** The RateLimit-* headers as they stand, counting nothing: for answers that forward nothing. */
+  headers?(principal: Principal): Record<string, string>;
 }
 
 /** The Pro hard cap (src/budget/hard-cap.ts): needs the request body before admitting a call. */
 export interface HardCapAdmitter {
   applies(accountId: string): boolean;
-  admit(call: { id: string; accountId: string; provider: ProviderSlug; path: string; body: Buffer | undefined; bodyBytes: number; time: Date }):
+  admit(call: { id: string; accountId: string; provider: ProviderSlug; path: string; body: Buffer | undefined; bodyBytes: number; head?: Buffer; time: Date }):
     { ok: true } | { ok: false; message: string };
 }
 
@@ -73,15 +86,12 @@ export function createProxyHandler(deps: ProxyDeps) {
     const startedAt = performance.now();
     const target = deps.targets.get(slug);
     if (!target) {
-      return sendError(res, 404, 'unknown_provider', `unknown provider ${JSON.stringify(slug.slice(0, 64))}: expected one of ${[...deps.targets.keys()].join(', ')}`);
+      return sendError(res, 404, 'unknown_provider', `unknown provider ${JSON.stringify(slug.slice(0, 64))}: expected one of ${[...deps.targets.keys()].join(', ')}`,
+        { headers: deps.admitter?.headers?.(principal) });
     }
     const shape = target.anthropicErrors ? 'anthropic' : 'default';
     const tags = deps.parseTags(req.headers);
-    if (!tags.ok) return sendError(res, 400, 'invalid_tags', tags.message, { shape });
-    const admission = deps.admitter?.admit(principal);
-    if (admission && !admission.ok) {
-      return sendError(res, admission.status, admission.code, admission.message, { shape, headers: admission.headers });
-    }
+    if (!tags.ok) return sendError(res, 400, 'invalid_tags', tags.message, { shape, headers: deps.admitter?.headers?.(principal) });
 
     // `rest` is what followed /proxy/{slug}/, query included.
     const rest = url.charCodeAt(end) === 0x2f ? url.slice(end + 1) : url.slice(end);
@@ -89,15 +99,30 @@ export function createProxyHandler(deps: ProxyDeps) {
     const path = q === -1 ? rest : rest.slice(0, q);
     const id = uuidv7(time.getTime());
     const start = { id, time, startedAt, principal, provider: target.slug, path, method: req.method, tags: tags.tags };
-    const headers = admission?.headers;
+    const refuse = (a: Admission & { ok: false }) => sendError(res, a.status, a.code, a.message, { shape, headers: a.headers });
     if (!deps.hardCap?.applies(principal.accountId)) {
-      return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, headers);
+      const admission = deps.admitter?.admit(principal);
+      if (admission && !admission.ok) return refuse(admission);
+      return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, admission?.headers);
     }
-    // Hard cap: the call's worst case comes from its body, so read it before deciding.
-    return readAhead(req).then(({ body, bytes, source }) => {
-      const decision = deps.hardCap!.admit({ id, accountId: principal.accountId, provider: target.slug, path, body, bodyBytes: bytes, time });
-      if (!decision.ok) return sendError(res, 402, 'budget_exceeded', decision.message, { shape, headers });
-      dispatch(req, res, rest, target, start, bytes > 0 ? source : undefined, viaMeterKey, headers);
+    // Hard cap: the call's worst case comes from its body, so read it before deciding; a call
+    // the plan refuses anyway is answered first.
+    const early = deps.admitter?.check?.(principal);
+    if (early && !early.ok) return refuse(early);
+    const hardCap = deps.hardCap;
+    return readAhead(req).then(({ body, bytes, head, source }) => {
+      let capRan = false;
+      const gate = (): Refusal | undefined => {
+        capRan = true;
+        const decision = hardCap.admit({ id, accountId: principal.accountId, provider: target.slug, path, body, bodyBytes: bytes, head, time });
+        return decision.ok ? undefined : { status: 402, code: 'budget_exceeded', message: decision.message };
+      };
+      const admission: Admission = deps.admitter?.admit(principal, gate) ?? { ok: true, headers: {} };
+      // An admitter that ignores the gate still gets the cap applied.
+      const capped = admission.ok && !capRan ? gate() : undefined;
+      if (!admission.ok) return refuse(admission);
+      if (capped) return refuse({ ok: false, ...capped, headers: admission.headers });
+      dispatch(req, res, rest, target, start, bytes > 0 ? source : undefined, viaMeterKey, admission.headers);
     });
   }
 

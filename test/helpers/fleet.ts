@@ -1,3 +1,4 @@
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
@@ -12,11 +13,14 @@ import { atFileEnd, tempDirAtFileEnd } from './cleanup.js';
 import { createTestDatabase } from './stores.js';
 import { startFakeUpstream, type FakeUpstream } from './upstreams.js';
 
-/** A full daemon, as `meter start` builds it, in this process, on a shared database. */
-export async function startFullDaemon(databaseUrl: string, upstream: FakeUpstream, env: Record<string, string> = {}): Promise<Daemon> {
+/** A full daemon, as `meter start` builds it, in this process, on a shared database (or, with
+ *  `databaseUrl` undefined, on the embedded store in `env.METER_DATA_DIR`). Its OpenAI and
+ *  Anthropic upstreams are `upstream`. */
+export async function startFullDaemon(databaseUrl: string | undefined, upstream: FakeUpstream, env: Record<string, string> = {}): Promise<Daemon> {
   const config = loadConfig({
-    METER_PORT: '0', METER_DATA_DIR: tempDirAtFileEnd(), DATABASE_URL: databaseUrl,
-    METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`, METER_FLUSH_INTERVAL_MS: '100', METER_KEY_REFRESH_MS: '300',
+    METER_PORT: '0', METER_DATA_DIR: tempDirAtFileEnd(), ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`, METER_UPSTREAM_ANTHROPIC: `${upstream.origin}/v1`,
+    METER_FLUSH_INTERVAL_MS: '100', METER_KEY_REFRESH_MS: '300',
     ...env,
   });
   const daemon = await startDaemon(config, pino({ level: 'silent' }), components);
@@ -27,6 +31,25 @@ export async function startFullDaemon(databaseUrl: string, upstream: FakeUpstrea
 /** The OpenAI SDK pointed at a daemon with a service key; no retries, so every refusal shows. */
 export function openaiVia(daemon: Daemon, key: string): OpenAI {
   return new OpenAI({ baseURL: `${daemon.url}/proxy/openai/v1`, apiKey: 'sk-provider', defaultHeaders: { 'x-meter-key': key }, maxRetries: 0 });
+}
+
+/** The Anthropic SDK pointed at a daemon: its provider key stays, the service key rides in
+ *  X-Meter-Key (DESIGN.md); no retries. */
+export function anthropicVia(daemon: Daemon, key: string): Anthropic {
+  return new Anthropic({ baseURL: `${daemon.url}/proxy/anthropic`, apiKey: 'sk-ant-provider', defaultHeaders: { 'x-meter-key': key }, maxRetries: 0 });
+}
+
+/** A Messages API answer with fixed usage, as Anthropic sends it. */
+export function answerMessages(upstream: FakeUpstream, usage: { input: number; output: number }): void {
+  upstream.respond((_req, res) => {
+    const body = JSON.stringify({
+      id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514',
+      content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null,
+      usage: { input_tokens: usage.input, output_tokens: usage.output },
+    });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(body);
+  });
 }
 
 /** A chat completion with fixed usage, as OpenAI sends it, after `delayMs`. */

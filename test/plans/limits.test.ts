@@ -70,7 +70,7 @@ describeEachBackend('plans against the store', (backend) => {
     const adm = new Admissions(book, new RateLimiter(), quota);
     const who = { keyId: 'aaaaaaaaaaaa', accountId: free, accountName: 'f', plan: 'free' };
     const now = Date.now();
-    const results = Array.from({ length: 3 }, () => adm.admit(who, now));
+    const results = Array.from({ length: 3 }, () => adm.admit(who, undefined, now));
     expect(results.map((r) => r.ok)).toEqual([true, true, false]); // 10 written + 2 admitted
     const refused = results[2]!;
     expect(refused).toMatchObject({ ok: false, status: 429, code: 'quota_exceeded' });
@@ -78,15 +78,15 @@ describeEachBackend('plans against the store', (backend) => {
     const retry = Number(refused.headers['retry-after']);
     expect(retry).toBe(Math.ceil((monthBounds(now).next - now) / 1000));
     expect(refused.ok === false && refused.message).toMatch(/monthly quota of 12 proxied calls on the free plan/);
-    expect(adm.admit({ ...who, plan: 'pro' }, now).ok).toBe(true); // the principal carries the new plan
+    expect(adm.admit({ ...who, plan: 'pro' }, undefined, now).ok).toBe(true); // the principal carries the new plan
 
     await db.query(`UPDATE plans SET rate_limit_per_minute = 2 WHERE name = 'pro'`);
     await book.refresh(db);
     const proWho = { ...who, keyId: 'bbbbbbbbbbbb', accountId: pro, plan: 'pro' };
     const t = Date.UTC(2026, 10, 21, 12, 0, 50);
-    expect(adm.admit(proWho, t)).toMatchObject({ ok: true, headers: { 'ratelimit-remaining': '1', 'ratelimit-reset': '10' } });
-    adm.admit(proWho, t);
-    expect(adm.admit(proWho, t)).toMatchObject({
+    expect(adm.admit(proWho, undefined, t)).toMatchObject({ ok: true, headers: { 'ratelimit-remaining': '1', 'ratelimit-reset': '10' } });
+    adm.admit(proWho, undefined, t);
+    expect(adm.admit(proWho, undefined, t)).toMatchObject({
       ok: false, code: 'rate_limited', headers: { 'retry-after': '10', 'ratelimit-remaining': '0' },
     });
   });
