@@ -1,24 +1,24 @@
 /**
- * Latency the proxy adds: a mock provider (node:http on loopback) called directly and through
- * the daemon, interleaved in one run, so both see the same machine state. The daemon runs as
- * its own process on a throwaway embedded store, three ways: the smallest Node + undici
- * pass-through (bench/minimal-passthrough.ts: the floor on this machine), the proxy alone
- * (bench/proxy-daemon.ts) and the daemon as shipped (`meter start`, metering and all), so the
- * proxy's cost and the metering's can be told apart. This process is client and mock provider.
+ * What the daemon adds to a call, against the floor for any Node proxy: a mock provider (its own
+ * process, loopback) called directly, through the smallest node:http + undici pass-through
+ * (bench/minimal-passthrough.ts, the yardstick) and through `meter start` as shipped (metering,
+ * spool, writer, rate limit and key checks on), interleaved call by call in one run so that all
+ * see the same machine. Everything runs from dist/ (`npm run bench` builds first).
  *
- *   npm run bench -- [--c1 3000] [--c64-seconds 2] [--rounds 3] [--streams 1000] [--only minimal|bare|shipped]
+ *   npm run bench -- [--c1 3000] [--streams 1000] [--c64-seconds 2] [--rounds 3]
+ *                    [--soak-seconds 600] [--startup-runs 3] [--bare]
  *
- * BENCH_DATABASE_URL=postgres://…/<throwaway database>: the daemon uses that PostgreSQL instead
- * of the embedded store (tells the PGlite worker's share of the cost from the rest).
+ * BENCH_DATABASE_URL=postgres://…/<throwaway database>: the daemon on PostgreSQL, else on the
+ * embedded store in a throwaway data dir. BENCH_DAEMON_ARGS: node flags for the daemon only
+ * (e.g. --cpu-prof). --bare adds the proxy without metering (bench/proxy-daemon.ts).
  *
- * Reports, for non-streaming calls at concurrency 1 and 64, p50 / p99 latency direct and via
- * the daemon and the difference (added latency), req/s and the ratio, plus a stream's added
- * time to first byte. Targets (DESIGN.md): p50 ≤ 0.25 ms and p99 ≤ 1 ms added at concurrency 1.
+ * Prints, per round and as medians over the rounds, the latency each adds to a direct call
+ * (non-stream p50/p99 at concurrency 1, a stream's first byte), CPU per call (every thread of
+ * the process, from /proc), req/s at concurrency 64 and RSS under load, with the ratios of
+ * DESIGN.md's targets; --soak-seconds keeps c=64 on the daemon and reports RSS every minute;
+ * then `meter start` on the embedded store to /readyz 200, on a new and an existing data dir.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
@@ -26,6 +26,9 @@ import { createAccount } from '../src/auth/accounts.js';
 import { createKey } from '../src/auth/keys.js';
 import { packageRoot } from '../src/paths.js';
 import { openStore } from '../src/store/index.js';
+import { CHAT_BODY } from './payloads.js';
+import { cpuMicros, rssMb, spawnService, stopService, type Service } from './processes.js';
+import { measureStartup, startupRows } from './startup.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -33,76 +36,24 @@ const flag = (name: string, fallback: number) => {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 };
 const C1_REQUESTS = flag('c1', 3000);
+const STREAMS = flag('streams', 1000);
 const C64_SECONDS = flag('c64-seconds', 2);
 const ROUNDS = flag('rounds', 3);
-const STREAMS = flag('streams', 1000);
-const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
-
+const SOAK_SECONDS = flag('soak-seconds', 0);
+const STARTUP_RUNS = flag('startup-runs', 3);
+const WITH_BARE = args.includes('--bare');
 const DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
+const dist = (p: string) => join(packageRoot, 'dist', p);
 
-const CHAT_BODY = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello' }] });
-const CHAT_RESPONSE = JSON.stringify({
-  id: 'chatcmpl-bench', object: 'chat.completion', created: 1741570283, model: 'gpt-4o-mini-2024-07-18',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello! How can I help you today?' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 9, completion_tokens: 9, total_tokens: 18, prompt_tokens_details: { cached_tokens: 0 } },
-});
-const streamEvent = (content: string) =>
-  `data: {"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}}}]}\n\n`;
-const STREAM_TAIL = [' How', ' can', ' I', ' help?'].map(streamEvent).join('') +
-  'data: {"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}\n\ndata: [DONE]\n\n';
-
-/** The mock provider: a chat completion, or a stream whose first event leaves at once. */
-async function startMockProvider(): Promise<{ server: Server; origin: string }> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      if (req.url!.endsWith('/stream')) {
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-        res.write(streamEvent('Hello!'));
-        setImmediate(() => res.end(STREAM_TAIL));
-      } else {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(CHAT_RESPONSE) });
-        res.end(CHAT_RESPONSE);
-      }
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-/** `meter start` in its own process, as shipped, with the mock as OpenAI's upstream. */
-async function startDaemon(dataDir: string, upstream: string, variant: Variant): Promise<{ child: ChildProcess; url: string }> {
-  // BENCH_DAEMON_ARGS: extra node flags for the daemon only (e.g. --cpu-prof).
-  const extra = process.env.BENCH_DAEMON_ARGS?.split(' ').filter(Boolean) ?? [];
-  const entry = { shipped: ['cli/main.ts', 'start'], bare: ['bench/proxy-daemon.ts'], minimal: ['bench/minimal-passthrough.ts'] }[variant];
-  const child = spawn(process.execPath, [...extra, '--import', 'tsx', ...entry], {
-    cwd: packageRoot,
-    env: {
-      ...process.env, METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: DATABASE_URL ?? '',
-      METER_UPSTREAM_OPENAI: `${upstream}/v1`, METER_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /meter listening on (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`meter start exited with ${code}`)));
-  });
-  return { child, url };
-}
-
+type Name = 'direct' | 'floor' | 'bare' | 'meter';
 interface Target {
-  name: 'direct' | 'proxy';
+  name: Name;
   pool: Pool;
   path: (p: string) => string;
   headers: Record<string, string>;
+  service?: Service;
 }
 
 async function chat(t: Target): Promise<number> {
@@ -113,123 +64,191 @@ async function chat(t: Target): Promise<number> {
   return Number(process.hrtime.bigint() - t0) / 1e6;
 }
 
-/** Time to the first byte of a streamed body. */
+/** Time to the first byte of a streamed body (the rest is read too). */
 async function streamTtfb(t: Target): Promise<number> {
   const t0 = process.hrtime.bigint();
   const res = await t.pool.request({ method: 'POST', path: t.path('stream'), headers: t.headers, body: CHAT_BODY });
   let ttfb = 0;
-  for await (const _ of res.body) {
-    if (ttfb === 0) ttfb = Number(process.hrtime.bigint() - t0) / 1e6;
-  }
+  for await (const _ of res.body) if (ttfb === 0) ttfb = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (res.statusCode !== 200) throw new Error(`${t.name}: status ${res.statusCode}`);
   return ttfb;
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const sortNum = (a: number[]) => [...a].sort((x, y) => x - y);
-const ms = (v: number) => `${v.toFixed(3)} ms`;
+const pct = (xs: number[], p: number) => {
+  const s = sortNum(xs);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const median = (xs: number[]) => pct(xs, 50);
 
-/** Concurrency 1, direct and proxied one after the other, so drift hits both alike. */
-async function interleaved(targets: Target[], n: number, fn: (t: Target) => Promise<number>): Promise<Record<string, number[]>> {
-  const out: Record<string, number[]> = { direct: [], proxy: [] };
-  for (let i = 0; i < n; i++) for (const t of targets) out[t.name]!.push(await fn(t));
-  return out;
+/** Concurrency 1, the targets one after the other (order rotating), so drift hits all alike.
+ *  Returns latencies and the CPU each process used per call meanwhile. */
+async function interleaved(targets: Target[], n: number, fn: (t: Target) => Promise<number>) {
+  const lat = new Map<Name, number[]>(targets.map((t) => [t.name, []]));
+  const cpu0 = new Map(targets.map((t) => [t.name, t.service ? cpuMicros(t.service.child.pid!) : 0]));
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < targets.length; j++) {
+      const t = targets[(i + j) % targets.length]!;
+      lat.get(t.name)!.push(await fn(t));
+    }
+  }
+  const cpu = new Map(targets.map((t) => [t.name, t.service ? (cpuMicros(t.service.child.pid!) - cpu0.get(t.name)!) / n : 0]));
+  return { lat, cpu };
 }
 
-/** Concurrency 64 for `seconds`: latencies and completed requests. */
-async function loaded(t: Target, seconds: number): Promise<{ lat: number[]; count: number; elapsed: number }> {
-  const lat: number[] = [];
-  const until = performance.now() + seconds * 1000;
+/** Concurrency 64 for `seconds`: req/s and the peak RSS of the process behind the target. */
+async function loaded(t: Target, seconds: number, onRss?: (mb: number) => void) {
+  let count = 0;
+  let peak = 0;
+  const sample = () => {
+    if (!t.service) return;
+    const mb = rssMb(t.service.child.pid!);
+    peak = Math.max(peak, mb);
+    onRss?.(mb);
+  };
+  const sampler = setInterval(sample, 250);
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: 64 }, async () => {
-    while (performance.now() < until) lat.push(await chat(t));
-  }));
-  return { lat, count: lat.length, elapsed: (performance.now() - t0) / 1000 };
+  const until = t0 + seconds * 1000;
+  try {
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      while (performance.now() < until) {
+        await chat(t);
+        count++;
+      }
+    }));
+  } finally {
+    clearInterval(sampler);
+  }
+  sample();
+  return { rps: count / ((performance.now() - t0) / 1000), peakRss: peak };
 }
 
-function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
+interface Round {
+  c1p50: Map<Name, number>; c1p99: Map<Name, number>; fb50: Map<Name, number>; fb99: Map<Name, number>;
+  cpu: Map<Name, number>; rps: Map<Name, number>; rss: Map<Name, number>;
 }
 
-type Variant = 'minimal' | 'bare' | 'shipped';
+async function round(targets: Target[], r: number): Promise<Round> {
+  log(`round ${r}: concurrency 1, ${C1_REQUESTS} calls each, interleaved…`);
+  const c1 = await interleaved(targets, C1_REQUESTS, chat);
+  log(`round ${r}: stream first byte, ${STREAMS} streams each, interleaved…`);
+  const fb = await interleaved(targets, STREAMS, streamTtfb);
+  log(`round ${r}: concurrency 64, ${C64_SECONDS} s each…`);
+  const rps = new Map<Name, number>();
+  const rss = new Map<Name, number>();
+  for (let j = 0; j < targets.length; j++) {
+    const t = targets[(r + j) % targets.length]!;
+    const x = await loaded(t, C64_SECONDS);
+    rps.set(t.name, x.rps);
+    rss.set(t.name, x.peakRss);
+  }
+  const added = (lat: Map<Name, number[]>, p: number) => {
+    const direct = pct(lat.get('direct')!, p);
+    return new Map(targets.map((t) => [t.name, pct(lat.get(t.name)!, p) - (t.name === 'direct' ? 0 : direct)]));
+  };
+  return { c1p50: added(c1.lat, 50), c1p99: added(c1.lat, 99), fb50: added(fb.lat, 50), fb99: added(fb.lat, 99), cpu: c1.cpu, rps, rss };
+}
+
+/** The table of DESIGN.md's targets: medians over the rounds, ratio = meter / floor per round, then the median. */
+function table(rounds: Round[], names: Name[], store: string): string {
+  const med = (pick: (r: Round) => Map<Name, number>, n: Name) => median(rounds.map((r) => pick(r).get(n)!));
+  const ratio = (pick: (r: Round) => Map<Name, number>) => median(rounds.map((r) => pick(r).get('meter')! / pick(r).get('floor')!));
+  const proxies = names.filter((n) => n !== 'direct');
+  const head = { floor: 'bare pass-through', bare: 'proxy alone', meter: 'meter', direct: 'direct' };
+  const rows: string[] = [
+    `| ${['', ...proxies.map((n) => head[n]), 'ratio', 'target'].join(' | ')} |`,
+    `|${Array(proxies.length + 3).fill('---').join('|')}|`,
+  ];
+  const ms = (v: number) => `${v < 0 ? "" : "+"}${v.toFixed(3)} ms`;
+  const line = (label: string, pick: (r: Round) => Map<Name, number>, fmt: (v: number) => string, target: string) =>
+    rows.push(`| ${[label, ...proxies.map((n) => fmt(med(pick, n))), `${ratio(pick).toFixed(2)}×`, target].join(' | ')} |`);
+  line('added non-stream p50, c=1', (r) => r.c1p50, ms, '≤ 1.3×');
+  line('added non-stream p99, c=1', (r) => r.c1p99, ms, '≤ 1.5×');
+  line('added stream first byte p50, c=1', (r) => r.fb50, ms, '≤ 1.3×');
+  line('added stream first byte p99, c=1', (r) => r.fb99, ms, '');
+  line('CPU per call, c=1', (r) => r.cpu, (v) => `${v.toFixed(0)} µs`, '≤ 1.3×');
+  line('req/s, c=64', (r) => r.rps, (v) => v.toFixed(0), '≥ 0.95×');
+  line('peak RSS under load', (r) => r.rss, (v) => `${v.toFixed(0)} MB`, store === 'PostgreSQL' ? 'meter ≤ 150 MB' : 'meter ≤ 250 MB');
+  const direct = (pick: (r: Round) => Map<Name, number>) => med(pick, 'direct').toFixed(3);
+  rows.push('', `direct call (the baseline): p50 ${direct((r) => r.c1p50)} ms, p99 ${direct((r) => r.c1p99)} ms; first byte p50 ${direct((r) => r.fb50)} ms; ${med((r) => r.rps, 'direct').toFixed(0)} req/s at c=64`);
+  return rows.join('\n');
+}
 
 async function main(): Promise<void> {
-  const mock = await startMockProvider();
-  try {
-    for (const variant of ['minimal', 'bare', 'shipped'] as const) if (!ONLY || ONLY === variant) await measure(variant, mock.origin);
-  } finally {
-    mock.server.close();
-    mock.server.closeAllConnections();
-  }
-}
-
-async function measure(variant: Variant, mockOrigin: string): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meter-bench-'));
-  // A key in the store before the daemon opens it (the daemon loads it at start).
-  const store = await openStore({ databaseUrl: DATABASE_URL, dataDir });
-  // The bench measures the proxy, not the plan's limits: lift Pro's rate limit out of the way.
-  await store.query(`UPDATE plans SET rate_limit_per_minute = 1000000000, monthly_call_quota = NULL WHERE name = 'pro'`);
-  // A shared PostgreSQL keeps accounts of earlier runs: each run gets its own.
-  const account = DATABASE_URL ? `bench-${variant}-${Date.now()}` : 'bench';
-  await createAccount(store, account, 'pro');
-  const { key } = await createKey(store, account, 'bench');
-  await store.close();
-  log(`starting the daemon (${variant})…`);
-  const daemon = await startDaemon(dataDir, mockOrigin, variant);
-  const pools = [new Pool(mockOrigin, { connections: 64 }), new Pool(daemon.url, { connections: 64 })];
-  const direct: Target = { name: 'direct', pool: pools[0]!, path: (p) => `/v1/${p}`, headers: { 'content-type': 'application/json', authorization: 'Bearer sk-provider' } };
-  const proxy: Target = {
-    name: 'proxy', pool: pools[1]!, path: (p) => `/proxy/openai/${p}`,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-provider-authorization': 'Bearer sk-provider' },
-  };
+  const services: Service[] = [];
+  const pools: Pool[] = [];
   try {
-    log('warming up…');
-    await interleaved([direct, proxy], 1000, chat);
-    await interleaved([direct, proxy], 200, streamTtfb);
+    // A key in the store before the daemon opens it; Pro's rate limit lifted out of the way
+    // (the check itself still runs on every call).
+    const store = await openStore({ databaseUrl: DATABASE_URL, dataDir });
+    await store.query(`UPDATE plans SET rate_limit_per_minute = 1000000000, monthly_call_quota = NULL WHERE name = 'pro'`);
+    const account = `bench-${Date.now()}`;
+    await createAccount(store, account, 'pro');
+    const { key } = await createKey(store, account, 'bench');
+    await store.close();
 
-    log(`concurrency 1: ${C1_REQUESTS} calls each, interleaved…`);
-    const c1 = await interleaved([direct, proxy], C1_REQUESTS, chat);
-    log(`stream first byte: ${STREAMS} each, interleaved…`);
-    const ttfb = await interleaved([direct, proxy], STREAMS, streamTtfb);
-    log(`concurrency 64: ${ROUNDS} rounds of ${C64_SECONDS} s each way…`);
-    const c64 = { direct: { lat: [] as number[], count: 0, elapsed: 0 }, proxy: { lat: [] as number[], count: 0, elapsed: 0 } };
-    const idleRss = rssOf(daemon.child.pid!);
-    let peakRss = idleRss;
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const t of [direct, proxy]) {
-        const x = await loaded(t, C64_SECONDS);
-        c64[t.name].lat.push(...x.lat);
-        c64[t.name].count += x.count;
-        c64[t.name].elapsed += x.elapsed;
-        peakRss = Math.max(peakRss, rssOf(daemon.child.pid!));
-      }
-    }
-
-    const rows: string[] = [];
-    const line = (label: string, d: number[], p: number[]) => {
-      const [sd, sp] = [sortNum(d), sortNum(p)];
-      for (const q of [50, 99]) {
-        rows.push(`${label.padEnd(24)} p${q}: direct ${ms(pct(sd, q)).padStart(10)}  via meter ${ms(pct(sp, q)).padStart(10)}  added ${ms(pct(sp, q) - pct(sd, q)).padStart(10)}  ratio ${(pct(sp, q) / pct(sd, q)).toFixed(2)}x`);
-      }
+    const mock = await spawnService([dist('bench/mock-provider.js')], process.env, packageRoot);
+    services.push(mock);
+    const env = {
+      ...process.env, METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: DATABASE_URL ?? '',
+      METER_UPSTREAM_OPENAI: `${mock.url}/v1`, METER_LOG_LEVEL: 'warn',
     };
-    line('chat, concurrency 1', c1.direct!, c1.proxy!);
-    line('stream first byte, c=1', ttfb.direct!, ttfb.proxy!);
-    line('chat, concurrency 64', c64.direct.lat, c64.proxy.lat);
-    const rps = (x: { count: number; elapsed: number }) => x.count / x.elapsed;
-    rows.push(`${'req/s, concurrency 64'.padEnd(24)}      direct ${rps(c64.direct).toFixed(0).padStart(7)}     via meter ${rps(c64.proxy).toFixed(0).padStart(7)}     ratio ${(rps(c64.proxy) / rps(c64.direct)).toFixed(2)}x`);
-    rows.push(`${'daemon RSS'.padEnd(24)}      after warm-up ${idleRss.toFixed(0)} MB, peak under load ${peakRss.toFixed(0)} MB${variant === 'minimal' ? '' : DATABASE_URL ? ' (store: PostgreSQL)' : " (the embedded store's PGlite worker included)"}`);
-    const what = {
-      minimal: 'the smallest node:http + undici pass-through (the floor)',
-      bare: 'the proxy alone (auth, header rules, no metering)',
-      shipped: 'the daemon as shipped (meter start: metering, budgets, analytics…)',
-    }[variant];
-    process.stdout.write(`\nmeter proxy bench: ${what}; node ${process.version}, mock provider on loopback\n${rows.join('\n')}\n`);
-    process.stdout.write('targets: added p50 <= 0.25 ms and p99 <= 1 ms at concurrency 1, same for a stream\'s first byte\n');
+    const extra = process.env.BENCH_DAEMON_ARGS?.split(' ').filter(Boolean) ?? [];
+    log('starting the bare pass-through and meter…');
+    const floor = await spawnService([dist('bench/minimal-passthrough.js')], env, packageRoot);
+    services.push(floor);
+    const meter = await spawnService([...extra, dist('cli/main.js'), 'start'], env, packageRoot);
+    services.push(meter);
+    const bare = WITH_BARE ? await spawnService([dist('bench/proxy-daemon.js')], { ...env, METER_DATA_DIR: join(dataDir, 'bare') }, packageRoot) : undefined;
+    if (bare) services.push(bare);
+
+    const pool = (url: string) => {
+      const p = new Pool(url, { connections: 64 });
+      pools.push(p);
+      return p;
+    };
+    const provider = { 'content-type': 'application/json', authorization: 'Bearer sk-provider' };
+    const viaKey = { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-provider-authorization': 'Bearer sk-provider' };
+    const proxied = (name: Name, s: Service): Target => ({ name, pool: pool(s.url), path: (p) => `/proxy/openai/${p}`, headers: viaKey, service: s });
+    const targets: Target[] = [
+      { name: 'direct', pool: pool(mock.url), path: (p) => `/v1/${p}`, headers: provider },
+      proxied('floor', floor),
+      ...(bare ? [proxied('bare', bare)] : []),
+      proxied('meter', meter),
+    ];
+
+    log('warming up…');
+    await interleaved(targets, 1000, chat);
+    await interleaved(targets, 200, streamTtfb);
+    const storeName = DATABASE_URL ? 'PostgreSQL' : 'embedded';
+    const rounds: Round[] = [];
+    for (let r = 1; r <= ROUNDS; r++) {
+      rounds.push(await round(targets, r));
+      process.stderr.write(`${table(rounds.slice(-1), targets.map((t) => t.name), storeName)}\n`);
+    }
+    process.stdout.write(`\nmeter proxy bench, ${ROUNDS} rounds (medians), meter on ${storeName}; node ${process.version}, mock provider on loopback\n`);
+    process.stdout.write(`${table(rounds, targets.map((t) => t.name), storeName)}\n`);
+
+    if (SOAK_SECONDS > 0) {
+      log(`soak: concurrency 64 on meter for ${SOAK_SECONDS} s…`);
+      const t0 = performance.now();
+      const perMinute: number[] = [];
+      const meterTarget = targets.find((t) => t.name === 'meter')!;
+      const soak = await loaded(meterTarget, SOAK_SECONDS, (mb) => {
+        const minute = Math.floor((performance.now() - t0) / 60_000);
+        perMinute[minute] = Math.max(perMinute[minute] ?? 0, mb);
+      });
+      process.stdout.write(`soak at c=64 for ${SOAK_SECONDS} s: ${soak.rps.toFixed(0)} req/s; peak RSS per minute: ${perMinute.map((mb, i) => `${i + 1} min ${mb.toFixed(0)} MB`).join(', ')}\n`);
+    }
   } finally {
     await Promise.all(pools.map((p) => p.close()));
-    daemon.child.kill('SIGTERM');
-    await new Promise((r) => daemon.child.once('exit', r));
+    for (const s of services.reverse()) await stopService(s);
     rmSync(dataDir, { recursive: true, force: true });
+  }
+  if (STARTUP_RUNS > 0) {
+    log(`start-up on the embedded store, ${STARTUP_RUNS} runs…`);
+    process.stdout.write(startupRows(await measureStartup(STARTUP_RUNS, log)).join('\n') + '\n');
   }
 }
 

@@ -4,7 +4,7 @@
  * usage_source "estimated", never as a silent $0. o200k_base is exact for current OpenAI
  * models and a fair approximation for the others.
  */
-import { countTokens } from 'gpt-tokenizer';
+import { createRequire } from 'node:module';
 import { obj } from './common.js';
 import type { RequestInfo, StreamAccumulator, Usage } from './types.js';
 
@@ -13,6 +13,14 @@ const MAX_TOKENIZED_CHARS = 1 << 20;
 /** Chat framing the models add around each message, and to prime the reply (OpenAI's count). */
 const PER_MESSAGE_TOKENS = 3;
 const REPLY_PRIMING_TOKENS = 3;
+
+/** gpt-tokenizer's o200k tables cost about 70 MB of memory: loaded on the first estimate (most
+ *  responses carry usage, so many daemons never need it), synchronously from its CommonJS build. */
+let tokenizer: typeof import('gpt-tokenizer') | undefined;
+function countTokens(text: string, options: typeof NO_SPECIAL): number {
+  tokenizer ??= createRequire(import.meta.url)('gpt-tokenizer') as typeof import('gpt-tokenizer');
+  return tokenizer.countTokens(text, options);
+}
 
 const NO_SPECIAL = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
 

@@ -1,0 +1,67 @@
+/** The bench's child processes (mock provider, pass-through, daemon) and what /proc says of them. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+export interface Service {
+  child: ChildProcess;
+  url: string;
+}
+
+/** Spawns `node <args>` and waits for its `… listening on URL` line. */
+export async function spawnService(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Service> {
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+  return { child, url };
+}
+
+export async function stopService(s: Service): Promise<void> {
+  if (s.child.exitCode !== null) return;
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill('SIGTERM');
+  await exited;
+}
+
+/** CPU time (user + system) a process used so far, every thread included, in µs. Thread
+ *  times come from schedstat (ns) when the kernel has it, else from stat (clock ticks). */
+export function cpuMicros(pid: number): number {
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    }
+    // Threads that ended are no longer listed: their time is in the process's stat (ticks).
+    const fromStat = statMicros(pid);
+    return Math.max(ns / 1000, fromStat);
+  } catch {
+    return statMicros(pid);
+  }
+}
+
+function statMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime and stime are fields 14 and 15 (1-based), in clock ticks of 10 ms.
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** A port free right now on 127.0.0.1 (for a process whose address must be known before it prints it). */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as { port: number };
+  await new Promise((r) => srv.close(r));
+  return port;
+}
