@@ -17,42 +17,83 @@ interface Request {
 }
 type Reply = { id: number; rows?: unknown[]; error?: { message: string; code?: string } };
 
-const workerFile = new URL('./embedded-worker.js', import.meta.url);
+const defaultWorkerFile = new URL('./embedded-worker.js', import.meta.url);
+
+/** Waits between restarts of a worker that keeps dying: from 250 ms, doubling, up to 10 s. */
+const RESTART_MIN_MS = 250;
+const RESTART_MAX_MS = 10_000;
+
+export interface EmbeddedOptions {
+  /** The worker script (tests pass one that can be told to die at a chosen moment). */
+  workerFile?: URL;
+}
 
 /**
  * The embedded default: PGlite in a worker_thread, data in dataDir/pgdata, guarded by a lock
  * file. PGlite has one connection, so statements are serialised here and a transaction holds
  * the line until it ends. `dataDir: undefined` keeps the data in memory (tests).
+ *
+ * A worker that dies (a WASM abort, out of memory) fails the statements it owed with an error
+ * that says so, and the next statement starts a new worker on the same data directory
+ * (PostgreSQL's crash recovery replays its WAL), with backoff while it keeps dying. The writer
+ * meanwhile keeps the events in its spool and retries, as it does for a database that is down.
  */
-export async function openEmbedded(dataDir: string | undefined): Promise<Db & { setAdmin(url: string, token: string): void }> {
+export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOptions = {}): Promise<Db & { setAdmin(url: string, token: string): void }> {
   const lock = dataDir ? acquireLock(dataDir) : undefined;
-  const worker = new Worker(workerFile, { workerData: { dataDir: dataDir && join(dataDir, 'pgdata') } });
-  worker.unref();
+  const workerFile = opts.workerFile ?? defaultWorkerFile;
   let nextId = 1;
   const pending = new Map<number, { resolve(rows: unknown[]): void; reject(err: Error): void }>();
-  let failed: Error | undefined;
-  worker.on('message', (reply: Reply) => {
-    const p = pending.get(reply.id);
-    if (!p) return;
-    pending.delete(reply.id);
-    if (reply.error) p.reject(new EmbeddedStoreError(reply.error.message, reply.error.code));
-    else p.resolve(reply.rows ?? []);
-  });
-  worker.on('error', (err) => {
-    failed = err;
-    for (const p of pending.values()) p.reject(err);
-    pending.clear();
-  });
+  let closing = false;
+  let worker: Worker | undefined;
+  /** Counts workers started: a transaction must not go on in a worker that did not see its BEGIN. */
+  let generation = 0;
+  /** Why the last worker stopped, while no new one runs. */
+  let died: EmbeddedStoreError | undefined;
+  let deaths = 0;
+  let restartAt = 0;
+
+  const spawnWorker = () => {
+    const w = new Worker(workerFile, { workerData: { dataDir: dataDir && join(dataDir, 'pgdata') } });
+    w.unref();
+    w.on('message', (reply: Reply) => {
+      const p = pending.get(reply.id);
+      if (!p) return;
+      pending.delete(reply.id);
+      if (reply.error) p.reject(new EmbeddedStoreError(reply.error.message, reply.error.code));
+      else {
+        deaths = 0; // it answers: a later death starts the backoff afresh
+        p.resolve(reply.rows ?? []);
+      }
+    });
+    let reason: string | undefined;
+    w.on('error', (err) => (reason = err.message));
+    w.on('exit', (code) => {
+      if (worker !== w) return;
+      worker = undefined;
+      if (closing) return;
+      died = new EmbeddedStoreError(`the embedded store's worker stopped (exit code ${code}${reason ? `: ${reason}` : ''}); a new one starts with the next statement`, 'worker_exited');
+      deaths++;
+      restartAt = Date.now() + Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (deaths - 1));
+      for (const p of pending.values()) p.reject(died);
+      pending.clear();
+    });
+    worker = w;
+    generation++;
+    died = undefined;
+  };
+  spawnWorker();
 
   const send = (op: Request['op'], sql?: string, params?: unknown[]) =>
     new Promise<unknown[]>((resolve, reject) => {
-      if (failed) return reject(failed);
+      if (!worker && died && !closing && Date.now() >= restartAt) spawnWorker();
+      const w = worker;
+      if (!w) return reject(died ?? new EmbeddedStoreError('the embedded store is closed', 'closed'));
       const id = nextId++;
       pending.set(id, { resolve, reject });
-      worker.ref(); // keep the process alive while a reply is owed
-      worker.postMessage({ id, op, sql, params } satisfies Request);
+      w.ref(); // keep the process alive while a reply is owed
+      w.postMessage({ id, op, sql, params } satisfies Request);
     }).finally(() => {
-      if (pending.size === 0) worker.unref();
+      if (pending.size === 0) worker?.unref();
     });
 
   // One line for the single connection: a transaction keeps it until COMMIT/ROLLBACK.
@@ -72,12 +113,12 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Db & { 
   try {
     await serial(() => direct.query('SELECT 1'));
   } catch (err) {
+    closing = true;
     lock?.release();
-    await worker.terminate();
+    await worker?.terminate();
     throw err;
   }
 
-  let closed = false;
   return {
     kind: 'embedded',
     query: (sql, params) => serial(() => direct.query(sql, params)),
@@ -85,9 +126,13 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Db & { 
     transaction: (fn) =>
       serial(async () => {
         await direct.exec('BEGIN');
+        const started = generation;
+        const sameWorker = <T>(run: () => Promise<T>) =>
+          generation === started ? run() : Promise.reject(died ?? new EmbeddedStoreError('the embedded store restarted during a transaction', 'worker_exited'));
+        const tx: Queryable = { query: (sql, params) => sameWorker(() => direct.query(sql, params)) };
         try {
-          const result = await fn(direct);
-          await direct.exec('COMMIT');
+          const result = await fn(tx);
+          await sameWorker(() => direct.exec('COMMIT'));
           return result;
         } catch (err) {
           await direct.exec('ROLLBACK').catch(() => {});
@@ -109,10 +154,10 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Db & { 
       lock?.update({ adminUrl, adminToken });
     },
     async close() {
-      if (closed) return;
-      closed = true;
-      await serial(() => send('close')).catch(() => {});
-      await worker.terminate();
+      if (closing) return;
+      closing = true;
+      if (worker) await serial(() => send('close')).catch(() => {});
+      await worker?.terminate();
       lock?.release();
     },
   };
