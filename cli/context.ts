@@ -1,6 +1,7 @@
 import { loadConfig, type Config, type ConfigFlags } from '../src/config.js';
 import { openStoreForCli, type Store } from '../src/store/index.js';
 import { StoreLockedError } from '../src/store/lockfile.js';
+import { RawNumber, stringifyJson, type JsonValue } from '../src/budget/json.js';
 
 /** How long a command waits for the embedded store another process holds without serving it
  *  (another `meter` command, or a daemon still starting): longer than a daemon's start. */
@@ -21,9 +22,16 @@ export async function openStoreWaiting(config: Pick<Config, 'databaseUrl' | 'dat
   }
 }
 
-/** Thrown for a user error: printed as one line, no stack trace. */
+/** Thrown for a runtime failure the user can act on: one line on stderr, exit 1. */
 export class CliError extends Error {
   override name = 'CliError';
+  readonly exitCode: number = 1;
+}
+
+/** Thrown for a bad flag, argument or combination of them: one line on stderr, exit 2. */
+export class UsageError extends CliError {
+  override name = 'UsageError';
+  override readonly exitCode = 2;
 }
 
 /** Runs a command body with the store open, and closes it whatever happens. */
@@ -50,6 +58,22 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
   for (const r of rows) process.stdout.write(line(columns.map((c) => cell(r[c]))));
 }
 
+/** `--json` output: indented for a person at a terminal, one compact line for a pipe. Money
+ *  goes in as RawNumber (src/budget/json.ts) so it is written from its exact decimal. */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  process.stdout.write(stringifyJson(toJsonValue(value), process.stdout.isTTY ? 2 : 0) + '\n');
+}
+
+/** Plain data to JsonValue the way JSON.stringify sees it (Dates as ISO strings, toJSON honoured). */
+function toJsonValue(value: unknown): JsonValue {
+  if (value instanceof RawNumber) return value;
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    return toJsonValue((value as { toJSON(): unknown }).toJSON());
+  }
+  if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : toJsonValue(v)));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, v === undefined ? undefined : toJsonValue(v)]));
+  }
+  if (typeof value === 'bigint') return new RawNumber(value.toString());
+  return value as JsonValue;
 }

@@ -8,7 +8,8 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
-import { oneLineErrors } from './usage.js';
+import { registerConfig } from './commands/config.js';
+import { exitCodeOf, oneLineErrors } from './usage.js';
 
 const program = new Command('meter')
   .description('meter: a metering proxy for LLM APIs')
@@ -23,19 +24,23 @@ registerAccounts(program);
 registerKeys(program);
 registerBudget(program);
 registerAlerts(program);
+registerConfig(program);
 oneLineErrors(program);
 
 try {
-  await program.parseAsync(process.argv);
+  // A bare `meter` is a request for help, not a mistake.
+  if (process.argv.length <= 2) program.outputHelp();
+  else await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
-    process.exitCode = err.exitCode;
+    // --help and --version exit 0; everything else commander rejects is a usage error.
+    process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else {
     const e = err as Error;
     const debug = process.env.METER_DEBUG === '1' || process.env.METER_DEBUG === 'true';
     // One line (CONTRACT §1): a driver's multi-line message is joined, the stack only on request.
     const text = debug ? (e.stack ?? e.message) : String(e.message).replace(/\s*\n\s*/g, ' ').trim();
     process.stderr.write(`meter: ${text}\n`);
-    process.exitCode = 1;
+    process.exitCode = exitCodeOf(err);
   }
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { CliError } from './context.js';
+import { ConfigError } from '../src/config.js';
+import { CliError, UsageError } from './context.js';
 
 /** `meter keys create`: the command's full name, as a user types it. */
 function fullName(cmd: Command): string {
@@ -30,8 +31,15 @@ export function oneLineErrors(cmd: Command): void {
     cmd.helpCommand(true).allowExcessArguments().action((_opts: unknown, self: Command) => {
       const [given] = self.args;
       const what = given === undefined ? 'missing command' : `unknown command ${JSON.stringify(given)}`;
-      throw new CliError(`${what} for \`${name}\`: expected one of ${subs.join(', ')} (see \`${name} --help\`)`);
+      throw new UsageError(`${what} for \`${name}\`: expected one of ${subs.join(', ')} (see \`${name} --help\`)`);
     });
   }
   for (const sub of cmd.commands) oneLineErrors(sub);
+}
+
+/** CONTRACT §1: 2 for a usage error (a bad flag, argument or setting), 1 for a runtime failure. */
+export function exitCodeOf(err: unknown): number {
+  if (err instanceof CliError) return err.exitCode;
+  if (err instanceof ConfigError) return 2;
+  return 1;
 }

@@ -68,6 +68,98 @@ export interface Config {
 /** Flags of `meter start` that mirror variables; a flag wins over its variable. */
 export type ConfigFlags = Partial<Record<'METER_HOST' | 'METER_PORT' | 'DATABASE_URL' | 'METER_DATA_DIR', string>>;
 
+/** The flag a user types for each mirrored variable, so an error names what was typed. */
+const FLAG_NAMES: Record<keyof ConfigFlags, string> = {
+  METER_HOST: '--host', METER_PORT: '--port', DATABASE_URL: '--database-url', METER_DATA_DIR: '--data-dir',
+};
+
+/** Defaults of the variables that have one, as `meter config` shows them. */
+export const DEFAULTS: Readonly<Record<string, string>> = {
+  METER_HOST: '127.0.0.1',
+  METER_PORT: '8787',
+  METER_DATA_DIR: join(homedir(), '.meter'),
+  METER_FLUSH_INTERVAL_MS: '200',
+  METER_LOG_LEVEL: 'info',
+  METER_CONNECT_TIMEOUT_MS: '10000',
+  METER_IDLE_TIMEOUT_MS: '300000',
+  METER_KEY_REFRESH_MS: '2000',
+};
+
+/** METER_* names that are not daemon settings but are read elsewhere (an application's own
+ *  service key, the test suite's database): no warning for them. */
+const NOT_SETTINGS = new Set(['METER_KEY', 'METER_TEST_DATABASE_URL']);
+
+/** Every variable the daemon reads. */
+export const VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
+const flagOf = (name: string, flags: ConfigFlags) =>
+  name in FLAG_NAMES && flags[name as keyof ConfigFlags] !== undefined && flags[name as keyof ConfigFlags] !== '' ? FLAG_NAMES[name as keyof ConfigFlags] : undefined;
+
+/** A URL's password is a secret: `postgres://meter:***@db:5432/meter`. Anything that does not
+ *  parse is masked whole. */
+export function maskUrl(value: string): string {
+  try {
+    const u = new URL(value);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '***';
+  }
+}
+
+export interface ConfigEntry {
+  variable: string;
+  /** The effective value (secrets masked), or null when unset. */
+  value: string | null;
+  source: 'flag' | 'environment' | 'default' | 'unset';
+  /** The flag that set it, when source is "flag". */
+  flag?: string;
+}
+
+/** The effective configuration for `meter config`: every variable, its value and where it came from. */
+export function describeConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFlags = {}): ConfigEntry[] {
+  loadConfig(env, flags); // a bad value is reported as at start
+  return VARIABLES.map((variable) => {
+    const flag = flagOf(variable, flags);
+    const given = flag ? flags[variable as keyof ConfigFlags] : env[variable] || undefined;
+    const value = given ?? DEFAULTS[variable] ?? null;
+    const shown = value !== null && SECRET_VARS.has(variable) ? maskUrl(value) : value;
+    const source = flag ? 'flag' : given !== undefined ? 'environment' : value !== null ? 'default' : 'unset';
+    return flag ? { variable, value: shown, source, flag } : { variable, value: shown, source };
+  });
+}
+
+/** METER_* variables that are set but mean nothing to meter (a typo is otherwise silent), each
+ *  with the closest valid name. */
+export function unknownVariables(env: NodeJS.ProcessEnv = process.env): { name: string; suggestion: string }[] {
+  return Object.keys(env)
+    .filter((name) => name.startsWith('METER_') && !VARIABLES.includes(name) && !NOT_SETTINGS.has(name))
+    .sort()
+    .map((name) => ({ name, suggestion: closest(name, VARIABLES) }));
+}
+
+function closest(name: string, candidates: readonly string[]): string {
+  let best = candidates[0]!;
+  let bestDistance = Infinity;
+  for (const c of candidates) {
+    const d = editDistance(name, c);
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
 /** Validates the environment once and returns a frozen Config, or throws ConfigError. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFlags = {}): Readonly<Config> {
   const input: Record<string, string> = {};
@@ -79,8 +171,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0]);
-    // URLs may carry passwords: name the variable, never echo its value.
-    const shown = SECRET_VARS.has(name) ? name : `${name}=${JSON.stringify(input[name])}`;
+    // Name what the user typed (the flag, else the variable); URLs may carry passwords: never echo them.
+    const typed = flagOf(name, flags) ?? name;
+    const shown = SECRET_VARS.has(name) ? typed : `${typed}${typed.startsWith('--') ? ' ' : '='}${JSON.stringify(input[name])}`;
     throw new ConfigError(`${shown} is invalid: expected ${describe(issue)}`);
   }
   const e = parsed.data as Record<string, string | number | undefined>;
@@ -90,10 +183,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     if (typeof value === 'string') upstreams[slug] = value.replace(/\/+$/, '');
   }
   return Object.freeze({
-    host: (e.METER_HOST as string | undefined) ?? '127.0.0.1',
-    port: (e.METER_PORT as number | undefined) ?? 8787,
+    host: (e.METER_HOST as string | undefined) ?? DEFAULTS.METER_HOST!,
+    port: (e.METER_PORT as number | undefined) ?? Number(DEFAULTS.METER_PORT),
     databaseUrl: e.DATABASE_URL as string | undefined,
-    dataDir: (e.METER_DATA_DIR as string | undefined) ?? join(homedir(), '.meter'),
+    dataDir: (e.METER_DATA_DIR as string | undefined) ?? DEFAULTS.METER_DATA_DIR!,
     pricesFile: e.METER_PRICES_FILE as string | undefined,
     flushIntervalMs: (e.METER_FLUSH_INTERVAL_MS as number | undefined) ?? 200,
     smtpUrl: e.METER_SMTP_URL as string | undefined,

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { ChannelKind } from '../../src/alerts/alert.js';
 import { addChannel, displayTarget, listChannels, removeChannel, validateSecret, validateTarget } from '../../src/alerts/channels-admin.js';
 import { sendTestAlerts } from '../../src/alerts/test-send.js';
-import { CliError, printJson, printTable, withStore } from '../context.js';
+import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
 import type { StoreRunner } from './budget.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -16,6 +16,15 @@ interface AddOptions {
   webhook?: string;
   secret?: string;
   json?: boolean;
+}
+
+/** A bad flag value found by a validator is a usage error (exit 2). */
+function asUsage<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }
 
 export function registerAlerts(program: Command, run: StoreRunner = withStore): void {
@@ -35,12 +44,16 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print {"id","account","kind","target","created_at"} (and "secret" when generated)')
     .action(async (opts: AddOptions) => {
       const given = KIND_FLAGS.filter((k) => opts[k] !== undefined);
-      if (given.length !== 1) throw new CliError('give exactly one of --slack URL, --teams URL, --email ADDR, --webhook URL');
+      if (given.length !== 1) throw new UsageError('give exactly one of --slack URL, --teams URL, --email ADDR, --webhook URL');
       const kind = given[0]!;
-      if (opts.secret !== undefined && kind !== 'webhook') throw new CliError('--secret goes with --webhook only');
-      const target = validateTarget(kind, opts[kind]!);
-      const secret = opts.secret === undefined ? undefined : validateSecret(opts.secret);
-      await run(async (store) => {
+      if (opts.secret !== undefined && kind !== 'webhook') throw new UsageError('--secret goes with --webhook only');
+      const target = asUsage(() => validateTarget(kind, opts[kind]!));
+      const secret = opts.secret === undefined ? undefined : asUsage(() => validateSecret(opts.secret!));
+      await run(async (store, config) => {
+        // Refused now rather than retried for 24 h: an e-mail channel needs an SMTP server.
+        if (kind === 'email' && !config.smtpUrl) {
+          throw new UsageError('--email needs METER_SMTP_URL (e.g. smtp://user:pass@smtp.example.com:587): set it here and for every daemon, then add the channel again');
+        }
         const added = await addChannel(store, opts.account, kind, target, secret);
         const shown = { ...added, target: displayTarget(kind, added.target) };
         if (opts.json) return printJson(shown);
@@ -65,9 +78,11 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
   alerts
     .command('remove <id>')
     .description('remove an alert channel')
-    .action(async (id: string) => {
+    .option('--json', 'print {"id","account","kind"}')
+    .action(async (id: string, opts: { json?: boolean }) => {
       await run(async (store) => {
         const gone = await removeChannel(store, id);
+        if (opts.json) return printJson({ id, account: gone.account, kind: gone.kind });
         out(`removed ${gone.kind} channel ${id} of ${gone.account}`);
       });
     });

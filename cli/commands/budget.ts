@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { clearBudget, setBudget, showBudget, type BudgetView } from '../../src/budget/admin.js';
-import { raw, rawOrNull, stringifyJson } from '../../src/budget/json.js';
+import { raw, rawOrNull, type JsonValue } from '../../src/budget/json.js';
 import { parseBudgetUsd } from '../../src/budget/money.js';
 import type { Config } from '../../src/config.js';
 import type { Db } from '../../src/store/types.js';
-import { CliError, withStore } from '../context.js';
+import { printJson, UsageError, withStore } from '../context.js';
 
 /** How a command gets its store (tests pass one in). */
 export type StoreRunner = <T>(fn: (store: Db, config: Readonly<Config>) => Promise<T>) => Promise<T>;
@@ -12,11 +12,11 @@ export type StoreRunner = <T>(fn: (store: Db, config: Readonly<Config>) => Promi
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
 /** `{"account","month","budget","hard_cap","spend","utilization_pct","levels_fired"}`, money as exact numbers. */
-export function budgetJson(v: BudgetView): string {
-  return stringifyJson({
+export function budgetJson(v: BudgetView): JsonValue {
+  return {
     account: v.account, month: v.month, budget: rawOrNull(v.budget), hard_cap: v.hard_cap, spend: raw(v.spend),
     utilization_pct: rawOrNull(v.utilization_pct), levels_fired: v.levels_fired,
-  });
+  };
 }
 
 function printBudget(v: BudgetView): void {
@@ -42,12 +42,12 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .action(async (opts: { account: string; monthly: string; hardCap?: boolean; json?: boolean }) => {
       const usd = parseBudgetUsd(opts.monthly);
       if (usd === undefined) {
-        throw new CliError(`--monthly "${opts.monthly}" is invalid: expected a USD amount greater than 0, ` +
+        throw new UsageError(`--monthly "${opts.monthly}" is invalid: expected a USD amount greater than 0, ` +
           'at most 12 digits before the point and 8 after (e.g. 250 or 99.5)');
       }
       await run(async (store) => {
         const result = await setBudget(store, opts.account, usd, opts.hardCap === true);
-        if (opts.json) return out(budgetJson(await showBudget(store, opts.account)));
+        if (opts.json) return printJson(budgetJson(await showBudget(store, opts.account)));
         out(`budget of ${opts.account}: $${usd} a month${opts.hardCap ? ', hard cap on' : ''}`);
         if (result.rearmed.length) {
           out(`alerts at ${result.rearmed.map((l) => `${l}%`).join(', ')} will fire again when the new budget reaches them`);
@@ -63,7 +63,7 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store) => {
         const view = await showBudget(store, opts.account);
-        if (opts.json) out(budgetJson(view));
+        if (opts.json) printJson(budgetJson(view));
         else printBudget(view);
       });
     });
@@ -72,9 +72,11 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .command('clear')
     .description("remove an account's budget (and with it the hard cap and alerts)")
     .requiredOption('--account <name>', 'the account')
-    .action(async (opts: { account: string }) => {
+    .option('--json', 'print {"account","cleared"}')
+    .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store) => {
         const cleared = await clearBudget(store, opts.account);
+        if (opts.json) return printJson({ account: opts.account, cleared });
         out(cleared ? `budget of ${opts.account} cleared` : `${opts.account} had no budget`);
       });
     });

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../../src/auth/duration.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../../src/auth/keys.js';
-import { CliError, printJson, printTable, withStore } from '../context.js';
+import { printJson, printTable, UsageError, withStore } from '../context.js';
 
 const SHOWN_ONCE = 'store it now: it is shown only once';
 
@@ -60,7 +60,7 @@ export function registerKeys(program: Command): void {
       try {
         grace = parseDuration(opts.grace, '--grace');
       } catch (err) {
-        throw new CliError((err as Error).message);
+        throw new UsageError((err as Error).message);
       }
       await withStore(async (store) => {
         const k = await rotateKey(store, id, grace);

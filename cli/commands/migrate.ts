@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { withStore } from '../context.js';
+import { printJson, withStore } from '../context.js';
 
 export function registerMigrate(program: Command): void {
   program
@@ -13,7 +13,7 @@ export function registerMigrate(program: Command): void {
           'SELECT version, name FROM schema_migrations ORDER BY version',
         );
         const latest = rows.at(-1);
-        if (opts.json) process.stdout.write(JSON.stringify({ store: store.kind, migrations: rows }) + '\n');
+        if (opts.json) printJson({ store: store.kind, version: latest?.version ?? 0, migrations: rows });
         else process.stdout.write(`schema at version ${latest?.version ?? 0} (${latest?.name ?? 'empty'}) on the ${store.kind} store\n`);
       });
     });

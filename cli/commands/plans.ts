@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import { loadPlans, type Plan } from '../../src/plans/plans.js';
-import { CliError, printJson, printTable, withStore } from '../context.js';
+import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
 
 const ANALYTICS = ['summary', 'daily', 'by-tag', 'events'];
 
 const positive = (flag: string) => (v: string) => {
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 2_000_000_000) throw new CliError(`${flag} "${v}": expected a whole number from 1 to 2000000000`);
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 2_000_000_000) throw new UsageError(`${flag} "${v}": expected a whole number from 1 to 2000000000`);
   return Number(v);
 };
 
@@ -23,12 +23,12 @@ interface PlanEdits {
 function toRow(p: Plan) {
   return {
     name: p.name,
-    monthly_calls: p.monthlyCallQuota ?? 'unlimited',
+    monthly_calls: p.monthlyCallQuota,
     max_keys: p.maxActiveKeys,
     retention_days: p.rawRetentionDays,
     rollup_months: p.rollupRetentionMonths,
     rate_limit_per_min: p.rateLimitPerMinute,
-    analytics: p.analytics.join(','),
+    analytics: p.analytics,
     hard_cap: p.hardCap,
   };
 }
@@ -43,7 +43,7 @@ export function registerPlans(program: Command): void {
       await withStore(async (store) => {
         const rows = [...(await loadPlans(store)).values()].map(toRow);
         if (opts.json) printJson(rows);
-        else printTable(rows, ['name', 'monthly_calls', 'max_keys', 'retention_days', 'rollup_months', 'rate_limit_per_min', 'analytics', 'hard_cap']);
+        else printTable(rows.map((r) => ({ ...r, monthly_calls: r.monthly_calls ?? 'unlimited', analytics: r.analytics.join(',') })), ['name', 'monthly_calls', 'max_keys', 'retention_days', 'rollup_months', 'rate_limit_per_min', 'analytics', 'hard_cap']);
       });
     });
   plans
@@ -57,14 +57,15 @@ export function registerPlans(program: Command): void {
     .option('--analytics <list>', `analytics endpoints included, comma-separated: ${ANALYTICS.join(',')}`, (v: string) => {
       const list = v.split(',').map((s) => s.trim()).filter(Boolean);
       const bad = list.filter((s) => !ANALYTICS.includes(s));
-      if (bad.length) throw new CliError(`--analytics: unknown endpoint ${bad.join(', ')}; allowed: ${ANALYTICS.join(', ')}`);
+      if (bad.length) throw new UsageError(`--analytics: unknown endpoint ${bad.join(', ')}; allowed: ${ANALYTICS.join(', ')}`);
       return list;
     })
     .option('--hard-cap <yes|no>', 'whether accounts on the plan may set a hard spending cap', (v: string) => {
-      if (v !== 'yes' && v !== 'no') throw new CliError(`--hard-cap "${v}": expected yes or no`);
+      if (v !== 'yes' && v !== 'no') throw new UsageError(`--hard-cap "${v}": expected yes or no`);
       return v === 'yes';
     })
-    .action(async (name: string, edits: PlanEdits) => {
+    .option('--json', 'print the plan as `plans list --json` does')
+    .action(async (name: string, edits: PlanEdits & { json?: boolean }) => {
       const sets: string[] = [];
       const params: unknown[] = [name];
       const set = (column: string, value: unknown) => {
@@ -78,14 +79,15 @@ export function registerPlans(program: Command): void {
       if (edits.rateLimit !== undefined) set('rate_limit_per_minute', edits.rateLimit);
       if (edits.analytics !== undefined) set('analytics', edits.analytics);
       if (edits.hardCap !== undefined) set('hard_cap', edits.hardCap);
-      if (sets.length === 0) throw new CliError('nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --analytics, --hard-cap');
+      if (sets.length === 0) throw new UsageError('nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --analytics, --hard-cap');
       await withStore(async (store) => {
         const rows = await store.query(`UPDATE plans SET ${sets.join(', ')}, updated_at = now() WHERE name = $1 RETURNING name`, params);
         if (rows.length === 0) {
           const known = [...(await loadPlans(store)).keys()].join(', ');
           throw new CliError(`unknown plan "${name}": expected one of ${known}`);
         }
-        process.stdout.write(`plan ${name} updated\n`);
+        if (edits.json) printJson(toRow((await loadPlans(store)).get(name)!));
+        else process.stdout.write(`plan ${name} updated\n`);
       });
     });
 }

@@ -3,6 +3,7 @@ import { loadConfig, type ConfigFlags } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { components } from '../../src/server/components.js';
 import { startDaemon } from '../../src/server/daemon.js';
+import { preflight } from '../preflight.js';
 
 export function registerStart(program: Command): void {
   program
@@ -21,6 +22,7 @@ export function registerStart(program: Command): void {
       };
       const config = loadConfig(process.env, flags);
       const logger = createLogger(config.logLevel);
+      await preflight(config, logger, opts.port ? '--port' : process.env.METER_PORT ? 'METER_PORT' : 'the default port');
       const daemon = await startDaemon(config, logger, components);
       process.stdout.write(`meter listening on ${daemon.url}\n`);
       logger.info({ url: daemon.url, store: daemon.store.kind }, 'meter started');

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import { maskUrl, type Config } from '../config.js';
 import { openEmbedded } from './embedded.js';
 import { StoreLockedError } from './lockfile.js';
 import { migrate } from './migrate.js';
@@ -22,9 +22,22 @@ export async function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir'>)
     await migrate(db);
   } catch (err) {
     await db.close();
-    throw err;
+    throw config.databaseUrl ? withDatabaseName(err as Error, config.databaseUrl) : err;
   }
   return db;
+}
+
+/** Errors that mean "this DATABASE_URL does not lead to a database meter can use". */
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', '28P01', '28000', '3D000']);
+
+/** A connection failure names DATABASE_URL (password masked), so the user knows what to fix. */
+export function withDatabaseName(err: Error, url: string): Error {
+  const code = (err as { code?: string }).code;
+  const connect = (code !== undefined && CONNECT_ERRORS.has(code)) || /timeout|terminated|connect/i.test(err.message);
+  if (!connect) return err;
+  const named = new Error(`cannot use the database at DATABASE_URL=${maskUrl(url)}: ${err.message}`, { cause: err });
+  Object.assign(named, { code });
+  return named;
 }
 
 /** For CLI commands: like openStore, but when a live daemon holds the embedded store, its

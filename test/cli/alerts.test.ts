@@ -59,7 +59,7 @@ describeEachBackend('meter alerts', (backend) => {
       [['--webhook', 'http://127.0.0.1:1/w', '--secret', 'short'], '--secret must be at least 16 characters without spaces'],
     ];
     for (const [flags, message] of cases) {
-      expect(await meter('alerts', 'add', '--account', 'acme', ...flags)).toMatchObject({ code: 1, stderr: `meter: ${message}\n` });
+      expect(await meter('alerts', 'add', '--account', 'acme', ...flags)).toMatchObject({ code: 2, stderr: `meter: ${message}\n` });
     }
     expect(await meter('alerts', 'add', '--account', 'nope', '--email', 'a@b.co'))
       .toMatchObject({ code: 1, stderr: 'meter: unknown account "nope" (see `meter accounts list`)\n' });

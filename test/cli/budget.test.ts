@@ -39,7 +39,7 @@ describeEachBackend('meter budget', (backend) => {
   it('refuses bad amounts, naming what is allowed', async () => {
     for (const bad of ['abc', '0', '0.000000001', '1e3', '1234567890123', '12,5']) {
       const r = await meter('budget', 'set', '--account', 'acme', '--monthly', bad);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(2); // a usage error
       expect(r.stderr).toBe(`meter: --monthly "${bad}" is invalid: expected a USD amount greater than 0, ` +
         'at most 12 digits before the point and 8 after (e.g. 250 or 99.5)\n');
     }

@@ -29,10 +29,14 @@ describe('meter pricing show', () => {
 
   it('refuses an unknown provider and says which are allowed; an unknown model exits 1', async () => {
     const res = await runCli(['pricing', 'show', 'acme', 'm']);
-    expect(res.code).toBe(1);
+    expect(res.code).toBe(2);
     expect(res.stderr.trim()).toBe('meter: unknown provider "acme": expected one of openai, anthropic, groq, gemini, mistral, together, cohere, deepseek, xai');
     const unknown = await runCli(['pricing', 'show', 'openai', 'no-such-model-xyz']);
     expect(unknown.code).toBe(1);
-    expect(unknown.stdout).toContain('no price');
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toBe('meter: no price for openai no-such-model-xyz: calls to it are recorded at cost 0 and flagged unpriced (add it to METER_PRICES_FILE)\n');
+    const json = await runCli(['pricing', 'show', 'openai', 'no-such-model-xyz', '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ priced: false });
   });
 });

@@ -13,8 +13,11 @@ const COMMANDS = [
   ['accounts'], ['accounts', 'create'], ['accounts', 'list'], ['accounts', 'set-plan'],
   ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke'], ['keys', 'rotate'],
   ['budget'], ['budget', 'set'], ['budget', 'show'], ['budget', 'clear'],
-  ['alerts'], ['alerts', 'add'], ['alerts', 'list'], ['alerts', 'remove'], ['alerts', 'test'],
+  ['alerts'], ['alerts', 'add'], ['alerts', 'list'], ['alerts', 'remove'], ['alerts', 'test'], ['config'],
 ];
+
+/** The top-level commands, in the order `meter --help` lists them. */
+const TOP_LEVEL = [...new Set(COMMANDS.filter((c) => c.length > 0).map((c) => c[0]!))].join(', ');
 
 const oneLine = (stderr: string) => stderr.split('\n').filter((l) => l.trim() !== '');
 
@@ -29,23 +32,30 @@ describe('meter usage and errors', () => {
     });
   });
 
-  it('a usage error is one line on stderr naming the problem and where help is, exit 1', { timeout: 120_000 }, async () => {
+  it('a usage error is one line on stderr naming the problem and where help is, exit 2', { timeout: 120_000 }, async () => {
     const cases: [string[], string][] = [
       [['keys', 'create'], "meter: required option '--account <name>' not specified (see `meter keys create --help`)"],
       [['keys', 'list', '--bogus'], "meter: unknown option '--bogus' (see `meter keys list --help`)"],
       [['accounts', 'create'], "meter: missing required argument 'name' (see `meter accounts create --help`)"],
-      [['bogus'], 'meter: unknown command "bogus" for `meter`: expected one of start, migrate, pricing, plans, accounts, keys, budget, alerts (see `meter --help`)'],
+      [['bogus'], `meter: unknown command "bogus" for \`meter\`: expected one of ${TOP_LEVEL} (see \`meter --help\`)`],
       [['keys'], 'meter: missing command for `meter keys`: expected one of create, list, revoke, rotate (see `meter keys --help`)'],
       [['budget', 'nope'], 'meter: unknown command "nope" for `meter budget`: expected one of set, show, clear (see `meter budget --help`)'],
-      [[], 'meter: missing command for `meter`: expected one of start, migrate, pricing, plans, accounts, keys, budget, alerts (see `meter --help`)'],
+      [['start', '--port', 'abc'], 'meter: --port "abc" is invalid: expected an integer from 0 to 65535'],
     ];
     const results = await Promise.all(cases.map(([args]) => runCli(args)));
     results.forEach((r, i) => {
       const [args, line] = cases[i]!;
-      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.code, args.join(' ')).toBe(2);
       expect(r.stdout, args.join(' ')).toBe('');
       expect(oneLine(r.stderr), args.join(' ')).toEqual([line]);
     });
+  });
+
+  it('a bare `meter` prints the help on stdout, exit 0', { timeout: 60_000 }, async () => {
+    const r = await runCli([]);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/^Usage: meter/);
+    for (const name of TOP_LEVEL.split(', ')) expect(r.stdout).toContain(`  ${name}`);
   });
 
   it('`meter help <command>` still prints that command’s help', { timeout: 60_000 }, async () => {
