@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/stores.js';
+import { createTestDatabase, tempDir } from '../helpers/stores.js';
 
 /** `meter config`, configuration warnings, and what `meter start` checks before it opens a store. */
 
@@ -82,7 +82,7 @@ describe('meter start checks before it opens the store', () => {
 
 describe('configuration caught at `alerts add` time', () => {
   it('an e-mail channel without METER_SMTP_URL is refused with the fix, and nothing is added', { timeout: 60_000 }, async () => {
-    const env = { METER_DATA_DIR: tempDir(), DATABASE_URL: '', METER_SMTP_URL: '' };
+    const env = { DATABASE_URL: await createTestDatabase(), METER_SMTP_URL: '' };
     expect((await runCli(['accounts', 'create', 'acme'], env)).code).toBe(0);
     const r = await runCli(['alerts', 'add', '--account', 'acme', '--email', 'ops@example.com'], env);
     expect(r).toMatchObject({ code: 2, stdout: '' });

@@ -3,7 +3,7 @@ import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/stores.js';
 
 describe('meter plans', () => {
-  it('lists the default plans and changes a limit; bad values are refused naming what is allowed', { timeout: 120_000 }, async () => {
+  it('lists the default plans and changes a limit; bad values are refused naming what is allowed', { timeout: 180_000 }, async () => {
     const env = { METER_DATA_DIR: tempDir(), DATABASE_URL: '' };
     const list = JSON.parse((await runCli(['plans', 'list', '--json'], env)).stdout) as { name: string }[];
     expect(list.find((p) => p.name === 'free')).toEqual({
