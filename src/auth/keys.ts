@@ -1,4 +1,4 @@
-import type { Queryable } from '../store/types.js';
+import type { Db, Queryable } from '../store/types.js';
 import { AdminError, isoTime, unknownAccount } from './accounts.js';
 import { generateServiceKey, hashSecret, parseServiceKey } from './key-format.js';
 
@@ -28,14 +28,23 @@ const MAX_LABEL = 128;
 /** Counts as one of the account's keys while it still works (a rotated key in its grace too). */
 const WORKS = `k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`;
 
+/** A store with its own connections to a database server (not the embedded one). */
+function isServer(db: Queryable): db is Db {
+  const kind = (db as Partial<Db>).kind;
+  return (kind === 'postgres' || kind === 'timescale') && typeof (db as Partial<Db>).transaction === 'function';
+}
+
 export async function createKey(db: Queryable, account: string, name?: string): Promise<CreatedKey> {
   if (name !== undefined && (name.length === 0 || name.length > MAX_LABEL)) {
     throw new AdminError(`invalid key name: 1-${MAX_LABEL} characters`);
   }
   const { id, secret, key } = generateServiceKey();
-  // One statement (it may run through a daemon's admin API); the plan's key limit is part of
-  // its WHERE clause, so an account at its limit inserts nothing.
-  const rows = await db.query<{ id: string; name: string | null; created_at: unknown }>(
+  // The plan's key limit is part of the INSERT's WHERE clause, so an account at its limit
+  // inserts nothing. On PostgreSQL two concurrent creations would both count the keys of the
+  // same snapshot, so each first locks the account row: the second counts after the first
+  // committed (a new statement, a new snapshot). The embedded store runs one statement at a
+  // time (it may be reached through a daemon's admin API, where a transaction cannot span calls).
+  const insert = (q: Queryable) => q.query<{ id: string; name: string | null; created_at: unknown }>(
     `INSERT INTO api_keys (id, account_id, name, secret_hash)
      SELECT $1, a.id, $3, decode($4, 'hex')
      FROM accounts a JOIN plans p ON p.name = a.plan
@@ -44,6 +53,12 @@ export async function createKey(db: Queryable, account: string, name?: string): 
      RETURNING id, name, created_at`,
     [id, account, name ?? null, hashSecret(secret).toString('hex')],
   );
+  const rows = isServer(db)
+    ? await db.transaction(async (tx) => {
+      await tx.query('SELECT 1 FROM accounts WHERE name = $1 FOR NO KEY UPDATE', [account]);
+      return insert(tx);
+    })
+    : await insert(db);
   const row = rows[0];
   if (row) return { id: row.id, key, account, name: row.name, created_at: isoTime(row.created_at) };
   const [limit] = await db.query<{ plan: string; max_active_keys: number }>(

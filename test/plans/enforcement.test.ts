@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { setAccountPlan } from '../../src/auth/accounts.js';
+import { setBudget } from '../../src/budget/admin.js';
 import { eventually, openaiVia, sleep, startFleet } from '../helpers/fleet.js';
 import { postgresUrl } from '../helpers/stores.js';
 
@@ -73,6 +74,62 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
     expect(reset).toBeGreaterThan(0);
     expect(reset).toBeLessThanOrEqual(60);
     expect(err.headers?.get('retry-after')).toBe(String(reset));
+    expect(upstream.requests).toHaveLength(3);
+  });
+
+  it('RateLimit-* goes on every answer to an authenticated call; only admitted calls take a slot or count toward the quota', async () => {
+    const { db, key, upstream, daemons: [daemon] } = await startFleet({
+      account: 'edges', plan: 'pro', sidecars: 1, usage: { prompt: 1000, completion: 1000 },
+      setup: async (db) => {
+        await db.query(`UPDATE plans SET rate_limit_per_minute = 10, monthly_call_quota = 3 WHERE name = 'pro'`);
+        await setBudget(db, 'edges', '0.00000001', true); // one call takes it past the budget
+      },
+    });
+    const second = new Date().getUTCSeconds();
+    if (second > 45) await sleep((61 - second) * 1000); // all calls in one minute window
+    const post = (slug = 'openai', headers: Record<string, string> = {}) =>
+      fetch(`${daemon!.url}/proxy/${slug}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'x-meter-key': key, authorization: 'Bearer sk-provider', 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ model: 'gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+    const seen = async (res: Response) => ({
+      status: res.status, code: ((await res.json()) as { error?: { code?: string } }).error?.code,
+      limit: res.headers.get('ratelimit-limit'), remaining: res.headers.get('ratelimit-remaining'), reset: res.headers.get('ratelimit-reset'),
+    });
+    const answers = [
+      await seen(await post('nope')), // 404 unknown_provider
+      await seen(await post('openai', { 'x-metering-tags': 'bad key=x' })), // 400 invalid_tags
+      await seen(await post()), // admitted: 1 of the quota of 3
+      await seen(await post()), // 402: the first call's cost already passed the budget
+      await seen(await post()),
+    ];
+    expect(answers.map((a) => [a.status, a.code ?? 'ok', a.limit, a.remaining])).toEqual([
+      [404, 'unknown_provider', '10', '10'],
+      [400, 'invalid_tags', '10', '10'],
+      [200, 'ok', '10', '9'],
+      [402, 'budget_exceeded', '10', '9'],
+      [402, 'budget_exceeded', '10', '9'],
+    ]);
+    for (const a of answers) expect(Number(a.reset)).toBeGreaterThan(0);
+
+    // A higher budget: the 402s counted toward nothing, so two more calls fit the quota of 3.
+    // (Each waits until the previous call is written and re-read: README Plans.)
+    await setBudget(db, 'edges', '100', true);
+    await eventually(async () => (await post()).status === 200, 5_000, 'the new budget admits calls');
+    const settled = () => eventually(async () => {
+      const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events');
+      return row!.n === upstream.requests.length;
+    }, 5_000, 'events written').then(() => sleep(400));
+    await settled();
+    const after = [await seen(await post())];
+    await settled();
+    after.push(await seen(await post()), await seen(await post()));
+    expect(after.map((a) => [a.status, a.code ?? 'ok', a.remaining])).toEqual([
+      [200, 'ok', '7'],
+      [429, 'quota_exceeded', '7'], // no slot taken by a quota refusal either
+      [429, 'quota_exceeded', '7'],
+    ]);
     expect(upstream.requests).toHaveLength(3);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eachStringField, firstStringField, hasObjectField, objectStrings, TextCollector } from '../../src/providers/scan.js';
+import { eachStringField, firstStringField, hasObjectField, objectStrings, TextCollector, topLevelStringField } from '../../src/providers/scan.js';
 
 describe('JSON scanning without parsing', () => {
   it('tells a usage object from usage null, with or without spaces', () => {
@@ -72,5 +72,14 @@ describe('objectStrings', () => {
     objectStrings('{"delta":"x","choices":[{"delta":{"content":"ok"}}]}', 'delta', ['content'], c);
     objectStrings('{"delta":{"content":"unterminated', 'delta', ['content'], c);
     expect(c.text()).toBe('ok');
+  });
+
+  it('finds a top-level key in a text cut short, never a nested or quoted one', () => {
+    expect(topLevelStringField('{"model":"gpt-4o","messages":[{"content":"x', 'model')).toBe('gpt-4o');
+    expect(topLevelStringField(' {"messages":[{"model":"a"}],"tools":{"model":"b"}, "model" : "c\\"d"}', 'model')).toBe('c"d');
+    expect(topLevelStringField('{"messages":[{"content":"\\"model\\":\\"no\\""}],"model":"yes"', 'model')).toBe('yes');
+    expect(topLevelStringField('{"tools":[{"input_schema":{"model":"nested"}}],"messages":[{"content":"cut', 'model')).toBeUndefined();
+    expect(topLevelStringField('{"model":42}', 'model')).toBeUndefined();
+    expect(topLevelStringField('[{"model":"in an array"}]', 'model')).toBeUndefined();
   });
 });
