@@ -42,6 +42,11 @@ const envSchema = z.object({
   METER_CONNECT_TIMEOUT_MS: int(100, 600_000).optional(),
   METER_IDLE_TIMEOUT_MS: int(1_000, 3_600_000).optional(),
   METER_KEY_REFRESH_MS: int(100, 60_000).optional(),
+  METER_METRICS_PORT: int(0, 65535).optional(),
+  METER_METRICS_MODELS: z.string().trim().transform((v) => v.split(',').map((m) => m.trim()).filter((m) => m !== ''))
+    .pipe(z.array(z.string().max(128, 'model names of at most 128 characters')).min(1, 'a comma-separated list of model names')
+      .max(100, 'at most 100 model names (each one is a label value on every call metric)'))
+    .optional(),
   ...Object.fromEntries(PROVIDER_SLUGS.map((s) => [upstreamVar(s), url(['http:', 'https:']).optional()])),
 });
 
@@ -61,6 +66,10 @@ export interface Config {
   idleTimeoutMs: number;
   /** How often service keys, accounts and plans are re-read from the store. */
   keyRefreshMs: number;
+  /** Where /metrics gets its own listener (on METER_HOST); unset: the daemon's port, loopback only. */
+  metricsPort: number | undefined;
+  /** Models that get their own `model` label on the call, token and cost metrics (the rest: `other`). */
+  metricsModels: readonly string[];
   /** Base address override per provider (origin + base path), from METER_UPSTREAM_<SLUG>. */
   upstreams: Partial<Record<ProviderSlug, string>>;
 }
@@ -195,6 +204,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     connectTimeoutMs: (e.METER_CONNECT_TIMEOUT_MS as number | undefined) ?? 10_000,
     idleTimeoutMs: (e.METER_IDLE_TIMEOUT_MS as number | undefined) ?? 300_000,
     keyRefreshMs: (e.METER_KEY_REFRESH_MS as number | undefined) ?? 2_000,
+    metricsPort: e.METER_METRICS_PORT as number | undefined,
+    metricsModels: Object.freeze((parsed.data.METER_METRICS_MODELS as string[] | undefined) ?? []),
     upstreams: Object.freeze(upstreams),
   });
 }

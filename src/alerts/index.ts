@@ -5,9 +5,11 @@ export { AlertDeliverer, type AlertDelivererOptions } from './deliverer.js';
 
 /** The daemon component (components.ts): delivers queued budget alerts. */
 export function createAlertDeliverer(ctx: DaemonContext, opts: Partial<AlertDelivererOptions> = {}): AlertDeliverer {
-  return new AlertDeliverer(ctx.store, ctx.logger.child({ component: 'alerts' }), {
+  const deliverer = new AlertDeliverer(ctx.store, ctx.logger.child({ component: 'alerts' }), {
     ...DEFAULT_DELIVERER_OPTIONS,
     smtpUrl: ctx.config.smtpUrl,
     ...opts,
   });
+  deliverer.registerMetrics(ctx.metrics);
+  return deliverer;
 }

@@ -58,6 +58,8 @@ export class KeyCache implements Authenticator {
   private refreshing: Promise<void> | undefined;
   private readonly negativeTtlMs: number;
   private readonly maxMissLookups: number;
+  /** Date.now() of the last successful read of the store (for /metrics). */
+  private refreshedAt = 0;
 
   constructor(private readonly db: Queryable, private readonly opts: KeyCacheOptions) {
     this.negativeTtlMs = opts.negativeTtlMs ?? 10_000;
@@ -72,6 +74,7 @@ export class KeyCache implements Authenticator {
     );
     for (const row of rows) this.put(row);
     this.watermark = now!.t;
+    this.refreshedAt = Date.now();
     this.timer = setInterval(() => void this.refresh(), this.opts.refreshMs);
     this.timer.unref();
   }
@@ -98,6 +101,7 @@ export class KeyCache implements Authenticator {
         this.put(row);
         if (new Date(row.changed_at as string).getTime() > new Date(this.watermark as string).getTime()) this.watermark = row.changed_at;
       }
+      this.refreshedAt = Date.now();
     } catch (err) {
       // Keys keep working from memory while the store is away; revocations wait for it.
       this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'service keys: refresh failed');
@@ -115,6 +119,11 @@ export class KeyCache implements Authenticator {
     this.keys.set(row.id, record);
     this.unknown.delete(row.id);
     return record;
+  }
+
+  /** Seconds since keys were last read from the store: a revocation takes effect within this. */
+  ageSeconds(): number {
+    return this.refreshedAt === 0 ? 0 : (Date.now() - this.refreshedAt) / 1000;
   }
 
   authenticate(headers: IncomingHttpHeaders): Principal | undefined | Promise<Principal | undefined> {

@@ -4,7 +4,9 @@ import { Pricer } from '../pricing/index.js';
 import type { Component, ComponentFactory, DaemonContext } from '../server/daemon.js';
 import type { Db } from '../store/types.js';
 import { EventWriter, spoolDirOf, type EventWriterOptions } from '../store/writer.js';
+import { registerWriterMetrics } from '../store/writer-metrics.js';
 import { MeteringService } from './metering.js';
+import { UsageMetrics } from './usage-metrics.js';
 
 export { MeteringService } from './metering.js';
 export { MeteringCounters } from './counters.js';
@@ -73,6 +75,10 @@ export function meteringFor(ctx: DaemonContext): MeteringSetup {
   if (!setup) {
     setup = createMetering(ctx);
     perDaemon.set(ctx, setup);
+    const usage = new UsageMetrics(ctx.config.metricsModels);
+    setup.observe((event) => usage.record(event));
+    usage.register(ctx.metrics, setup.metering.counters);
+    registerWriterMetrics(ctx.metrics, setup.writer);
   }
   return setup;
 }

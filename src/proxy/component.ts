@@ -3,6 +3,7 @@ import { parseTags } from '../metering/tags.js';
 import type { Metering } from '../metering/types.js';
 import type { Component, ComponentFactory, DaemonContext } from '../server/daemon.js';
 import { noMetering } from './guarded-meter.js';
+import { ProxyMetrics } from './proxy-metrics.js';
 import { createProxyHandler, type Admitter, type HardCapAdmitter, type TagParser } from './handler.js';
 import { buildTargets } from './targets.js';
 import { UpstreamPools } from './upstreams.js';
@@ -28,6 +29,8 @@ export function proxyComponent(options: ProxyOptions = {}): ComponentFactory {
     const targets = buildTargets(config);
     const auth = await acquireKeyCache(store, { refreshMs: config.keyRefreshMs, logger });
     const pools = new UpstreamPools(targets.values(), config);
+    const metrics = new ProxyMetrics(targets.keys());
+    metrics.register(ctx.metrics, () => auth.ageSeconds());
     const handler = createProxyHandler({
       targets, pools, auth, metering,
       parseTags: options.parseTags ?? parseTags,
@@ -35,6 +38,7 @@ export function proxyComponent(options: ProxyOptions = {}): ComponentFactory {
       hardCap,
       idleTimeoutMs: config.idleTimeoutMs,
       logger,
+      metrics,
     });
     return {
       name: 'proxy',

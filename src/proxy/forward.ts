@@ -1,9 +1,11 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { sendError } from '../server/errors.js';
 import type { RequestBodyTap } from './body-tap.js';
 import type { GuardedMeter } from './guarded-meter.js';
 import { clientResponseHeaders } from './headers.js';
+import type { CallTimings } from './proxy-metrics.js';
 import type { UpstreamTarget } from './targets.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
@@ -28,6 +30,13 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   private clientGone = false;
   private waitingForDrain = false;
   private bodyDelivered = false;
+  /** performance.now() when undici started writing the request upstream (0: not yet). */
+  private sentAt = 0;
+  /** The daemon's time before the request went out, plus handling the response head (ms). */
+  private overheadMs = 0;
+  private firstChunk = true;
+  /** When the request was handed to undici (a call that never went out is measured to here). */
+  private readonly dispatchedAt = performance.now();
 
   constructor(
     private readonly res: ServerResponse,
@@ -36,7 +45,10 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     private readonly requestId: string,
     private readonly target: UpstreamTarget,
     /** The service's own headers for this call (RateLimit-*), added to the provider's. */
-    private readonly extraHeaders?: Record<string, string>,
+    private readonly extraHeaders: Record<string, string> | undefined,
+    /** performance.now() when the call arrived. */
+    private readonly arrivedAt: number,
+    private readonly timings: CallTimings | undefined,
   ) {
     res.once('close', this.onClientClose);
   }
@@ -69,6 +81,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.sentAt = performance.now();
     this.controller = controller;
     if (this.clientGone) controller.abort(new ClientGoneError());
   }
@@ -80,11 +93,19 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     statusMessage?: string,
   ): void {
     if (statusCode < 200 || this.clientGone) return; // 1xx informational: not relayed
+    const headAt = performance.now();
     this.status = statusCode;
     this.deliverRequestBody();
     this.meter.responseHead(statusCode, headers);
     const out = clientResponseHeaders(headers, this.requestId);
     if (this.extraHeaders) Object.assign(out, this.extraHeaders);
+    // What is known when the head goes out: the request side, and this head's own handling.
+    this.overheadMs = (this.sentAt || headAt) - this.arrivedAt + (performance.now() - headAt);
+    out['x-meter-overhead-ms'] = this.overheadMs.toFixed(3);
+    if (this.timings) {
+      this.timings.overhead.observe(this.overheadMs / 1000);
+      if (this.sentAt) this.timings.upstream.observe((headAt - this.sentAt) / 1000);
+    }
     try {
       if (statusMessage) this.res.writeHead(statusCode, statusMessage, out);
       else this.res.writeHead(statusCode, out);
@@ -96,11 +117,16 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.clientGone) return;
+    const chunkAt = this.firstChunk ? performance.now() : 0;
     this.meter.responseChunk(chunk);
     if (!this.res.write(chunk) && !this.waitingForDrain) {
       this.waitingForDrain = true;
       controller.pause();
       this.res.once('drain', this.onDrain);
+    }
+    if (this.firstChunk) {
+      this.firstChunk = false;
+      this.timings?.firstByte.observe((this.overheadMs + performance.now() - chunkAt) / 1000);
     }
   }
 
@@ -123,7 +149,9 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     this.status = timedOut ? 504 : 502;
     this.finish(false);
     const shape = this.target.anthropicErrors ? 'anthropic' : 'default';
-    const headers = { ...this.extraHeaders, 'x-meter-request-id': this.requestId };
+    // Before the request went out the time is the daemon's; connecting or waiting is not.
+    const overheadMs = (this.sentAt || this.dispatchedAt) - this.arrivedAt;
+    const headers = { ...this.extraHeaders, 'x-meter-request-id': this.requestId, 'x-meter-overhead-ms': overheadMs.toFixed(3) };
     // The message names the provider and the error's kind, never the URL (Gemini's ?key=).
     if (timedOut) {
       sendError(this.res, 504, 'upstream_timeout', `${this.target.slug} did not answer in time (${code})`, { shape, headers });

@@ -12,6 +12,7 @@ import { hasBody, readAhead, RequestBodyTap } from './body-tap.js';
 import { ForwardCall } from './forward.js';
 import { GuardedMeter } from './guarded-meter.js';
 import { upstreamRequestHeaders } from './headers.js';
+import type { ProxyMetrics } from './proxy-metrics.js';
 import { upstreamPath, type UpstreamTarget } from './targets.js';
 import type { UpstreamPools } from './upstreams.js';
 
@@ -64,6 +65,8 @@ export interface ProxyDeps {
   hardCap?: HardCapAdmitter;
   idleTimeoutMs: number;
   logger: Pick<Logger, 'error'>;
+  /** Timings and refusals for /metrics (plain counters). */
+  metrics?: ProxyMetrics;
 }
 
 /** Where `/proxy/{slug}` ends in the URL: at the next `/` or `?`, or the end. */
@@ -78,20 +81,26 @@ function slugEnd(url: string): number {
 /** `{METHOD} /proxy/{slug}/{path}?{query}` (CONTRACT §2): authenticate (before routing),
  *  route, read tags, then forward while the metering watches. */
 export function createProxyHandler(deps: ProxyDeps) {
+  /** The daemon answers the call itself (nothing forwarded): counted by reason. */
+  const refuseCall = (res: ServerResponse, status: number, code: ErrorCode, message: string, opts?: Parameters<typeof sendError>[4]) => {
+    deps.metrics?.refused(code);
+    sendError(res, status, code, message, opts);
+  };
   const unauthorized = (res: ServerResponse, slug: string, message: string) =>
-    sendError(res, 401, 'invalid_api_key', message, { shape: slug === 'anthropic' ? 'anthropic' : 'default' });
+    refuseCall(res, 401, 'invalid_api_key', message, { shape: slug === 'anthropic' ? 'anthropic' : 'default' });
 
-  function forward(req: IncomingMessage, res: ServerResponse, url: string, end: number, slug: string, principal: Principal, viaMeterKey: boolean): void | Promise<void> {
+  function forward(
+    req: IncomingMessage, res: ServerResponse, url: string, end: number, slug: string, principal: Principal, viaMeterKey: boolean, startedAt: number,
+  ): void | Promise<void> {
     const time = new Date();
-    const startedAt = performance.now();
     const target = deps.targets.get(slug);
     if (!target) {
-      return sendError(res, 404, 'unknown_provider', `unknown provider ${JSON.stringify(slug.slice(0, 64))}: expected one of ${[...deps.targets.keys()].join(', ')}`,
+      return refuseCall(res, 404, 'unknown_provider', `unknown provider ${JSON.stringify(slug.slice(0, 64))}: expected one of ${[...deps.targets.keys()].join(', ')}`,
         { headers: deps.admitter?.headers?.(principal) });
     }
     const shape = target.anthropicErrors ? 'anthropic' : 'default';
     const tags = deps.parseTags(req.headers);
-    if (!tags.ok) return sendError(res, 400, 'invalid_tags', tags.message, { shape, headers: deps.admitter?.headers?.(principal) });
+    if (!tags.ok) return refuseCall(res, 400, 'invalid_tags', tags.message, { shape, headers: deps.admitter?.headers?.(principal) });
 
     // `rest` is what followed /proxy/{slug}/, query included.
     const rest = url.charCodeAt(end) === 0x2f ? url.slice(end + 1) : url.slice(end);
@@ -99,7 +108,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     const path = q === -1 ? rest : rest.slice(0, q);
     const id = uuidv7(time.getTime());
     const start = { id, time, startedAt, principal, provider: target.slug, path, method: req.method, tags: tags.tags };
-    const refuse = (a: Admission & { ok: false }) => sendError(res, a.status, a.code, a.message, { shape, headers: a.headers });
+    const refuse = (a: Admission & { ok: false }) => refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
     if (!deps.hardCap?.applies(principal.accountId)) {
       const admission = deps.admitter?.admit(principal);
       if (admission && !admission.ok) return refuse(admission);
@@ -132,7 +141,7 @@ export function createProxyHandler(deps: ProxyDeps) {
   ): void {
     const meter = GuardedMeter.begin(deps.metering, start, deps.logger);
     const tap = body ? new RequestBodyTap() : undefined;
-    const call = new ForwardCall(res, meter, tap, start.id, target, headers);
+    const call = new ForwardCall(res, meter, tap, start.id, target, headers, start.startedAt, deps.metrics?.of(target.slug));
     try {
       deps.pools.get(target.origin).dispatch(
         {
@@ -154,6 +163,7 @@ export function createProxyHandler(deps: ProxyDeps) {
   }
 
   return function handleProxy(req: IncomingMessage, res: ServerResponse): void | Promise<void> {
+    const arrivedAt = performance.now();
     const url = req.url!;
     const end = slugEnd(url);
     const slug = url.slice(PREFIX_LENGTH, end);
@@ -162,9 +172,9 @@ export function createProxyHandler(deps: ProxyDeps) {
     const found = deps.auth.authenticateToken(key.token);
     const invalid = 'invalid service key: unknown, revoked, expired or malformed';
     if (found === undefined) return unauthorized(res, slug, invalid);
-    if (!(found instanceof Promise)) return forward(req, res, url, end, slug, found, key.viaMeterKey);
+    if (!(found instanceof Promise)) return forward(req, res, url, end, slug, found, key.viaMeterKey, arrivedAt);
     return found.then((principal) =>
-      principal ? forward(req, res, url, end, slug, principal, key.viaMeterKey) : unauthorized(res, slug, invalid),
+      principal ? forward(req, res, url, end, slug, principal, key.viaMeterKey, arrivedAt) : unauthorized(res, slug, invalid),
     );
   };
 }

@@ -2,6 +2,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
+import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
+import { DaemonMetrics } from '../metrics/registry.js';
 import { openStore, type Store } from '../store/index.js';
 import { createAdminApi } from './admin.js';
 import { sendError, sendJson } from './errors.js';
@@ -25,10 +27,14 @@ export interface DaemonContext {
   config: Readonly<Config>;
   logger: Logger;
   store: Store;
+  /** Where components register what /metrics reports (read at scrape time). */
+  metrics: DaemonMetrics;
 }
 
 export interface Daemon {
   url: string;
+  /** Where /metrics is served (the daemon's port, or METER_METRICS_PORT's listener). */
+  metricsUrl: string;
   store: Store;
   /** Stops accepting, drains in-flight calls, stops components, closes the store. */
   close(): Promise<void>;
@@ -43,7 +49,9 @@ export async function startDaemon(
   factories: ComponentFactory[] = [],
 ): Promise<Daemon> {
   const store = await openStore(config);
-  const ctx: DaemonContext = { config, logger, store };
+  const metrics = new DaemonMetrics();
+  registerDaemonMetrics(metrics, store);
+  const ctx: DaemonContext = { config, logger, store, metrics };
   const components: Component[] = [];
   const routes: [string, Handler][] = [];
   try {
@@ -67,6 +75,7 @@ export async function startDaemon(
       const ok = await store.ping();
       return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'store unreachable', store: store.kind });
     }
+    if (url === '/metrics' || url.startsWith('/metrics?')) return handleMetricsOnProxyPort(req, res, metrics, logger, config.metricsPort);
     if (admin && url.startsWith('/admin/')) return admin.handle(req, res);
     for (const [prefix, handler] of routes) if (url.startsWith(prefix)) return handler(req, res);
     sendError(res, 404, 'not_found', `no route for ${req.method} ${url.split('?')[0]}`);
@@ -100,18 +109,30 @@ export async function startDaemon(
       if (open.size === 0 && inFlight.get(socket) === open) inFlight.delete(socket);
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  let metricsServer: MetricsServer | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(config.host, config.metricsPort, metrics, logger);
+  } catch (err) {
+    server.close();
+    for (const c of components.reverse()) await c.stop?.();
+    await store.close();
+    throw err;
+  }
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
+  const metricsUrl = metricsServer?.url ?? `${url}/metrics`;
+  if (metricsServer) logger.info({ url: metricsUrl }, 'metrics served on their own port');
   if (admin) store.setAdmin!(url, admin.token);
 
   let closing: Promise<void> | undefined;
   return {
     url,
+    metricsUrl,
     store,
     close() {
       closing ??= (async () => {
@@ -133,6 +154,7 @@ export async function startDaemon(
           server.closeAllConnections();
         }, DRAIN_LIMIT_MS);
         await drained;
+        await metricsServer?.close();
         clearInterval(sweep);
         clearTimeout(limit);
         logger.info({ ms: Date.now() - t0 }, 'in-flight calls drained');
@@ -148,4 +170,15 @@ export async function startDaemon(
       return closing;
     },
   };
+}
+
+/** Whether the store answers (one short query per scrape), and what this daemon runs on. */
+function registerDaemonMetrics(metrics: DaemonMetrics, store: Store): void {
+  metrics.gauge('meter_store_up', 'Whether the store answered a query at scrape time (1) or not (0)', ['store'], async (emit) => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 2_000)));
+    const up = await Promise.race([store.ping(), timeout]);
+    clearTimeout(timer);
+    emit({ store: store.kind }, up ? 1 : 0);
+  });
 }

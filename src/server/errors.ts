@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 export type ErrorCode =
   | 'invalid_tags' | 'invalid_parameter' | 'invalid_api_key' | 'budget_exceeded' | 'plan_required'
   | 'unknown_provider' | 'not_found' | 'rate_limited' | 'quota_exceeded'
-  | 'upstream_unreachable' | 'upstream_timeout' | 'method_not_allowed' | 'internal_error';
+  | 'upstream_unreachable' | 'upstream_timeout' | 'method_not_allowed' | 'internal_error' | 'forbidden';
 
 const TYPES: Record<number, string> = {
   400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error',

@@ -275,6 +275,20 @@ export class Spool<T> {
     };
   }
 
+  /** Bytes of the events not yet acknowledged: buffered lines, plus each segment's unacked
+   *  share of its written bytes (for /metrics; computed at scrape time, not kept up). */
+  backlogBytes(): number {
+    let bytes = this.pendingBytes;
+    for (const s of this.segments) if (s.durable > s.acked) bytes += Math.round((s.bytes * (s.durable - s.acked)) / s.durable);
+    return bytes;
+  }
+
+  /** The oldest event not yet acknowledged, when it is in memory (it is, unless only disk holds
+   *  the backlog: just after a start that found a spool, before the first refill). */
+  oldest(): T | undefined {
+    return this.queue[this.head]?.item;
+  }
+
   /** Flushes and closes files; segments with unwritten events stay for the next start. */
   async close(): Promise<number> {
     if (this.closed) return this.stats().backlog;

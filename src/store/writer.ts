@@ -32,6 +32,8 @@ export interface WriterStats extends SpoolStats {
   failures: number;
   /** Failed attempts since start (each was retried). */
   failedAttempts: number;
+  /** Statements that wrote a batch. */
+  batches: number;
 }
 
 export const spoolDirOf = (dataDir: string) => join(dataDir, 'spool');
@@ -61,6 +63,9 @@ export class EventWriter implements EventSink, Component {
   private failedAttempts = 0;
   private lastFailureLog = 0;
   private written = 0;
+  private batches = 0;
+  /** Date.now() when the backlog was last seen empty (the lag's bound when the oldest event is on disk only). */
+  private caughtUpAt = Date.now();
   private deadLettered = 0;
   private stopping = false;
   private closed = false;
@@ -135,8 +140,25 @@ export class EventWriter implements EventSink, Component {
   stats(): WriterStats {
     return {
       ...this.spool.stats(), written: this.written, deadLettered: this.deadLettered,
-      failures: this.failures, failedAttempts: this.failedAttempts,
+      failures: this.failures, failedAttempts: this.failedAttempts, batches: this.batches,
     };
+  }
+
+  /** Bytes of the events waiting to be written (see Spool.backlogBytes). */
+  backlogBytes(): number {
+    return this.spool.backlogBytes();
+  }
+
+  /** Seconds the oldest unwritten event has waited since its call ended (0 when none waits). */
+  lagSeconds(now = Date.now()): number {
+    if (this.spool.stats().backlog === 0) {
+      this.caughtUpAt = now;
+      return 0;
+    }
+    const oldest = this.spool.oldest();
+    // An event is pushed when its call ends: arrival time plus its latency.
+    const pushedAt = oldest ? Date.parse(oldest.time) + oldest.latencyMs : this.caughtUpAt;
+    return Math.max(0, now - pushedAt) / 1000;
   }
 
   /** Where events the database rejected for their data are kept (JSON lines with the reason). */
@@ -201,6 +223,7 @@ export class EventWriter implements EventSink, Component {
     try {
       const { inserted } = await insertBatch(this.db, events);
       this.written += inserted;
+      this.batches++;
     } catch (err) {
       if (!isDataError(err)) throw err;
       if (batch.length === 1) {
