@@ -69,11 +69,12 @@ export function createMetering(deps: MeteringDeps): MeteringSetup {
 
 const perDaemon = new WeakMap<DaemonContext, MeteringSetup>();
 
-/** The one MeteringSetup of a daemon: the metering component and the proxy share it. */
-export function meteringFor(ctx: DaemonContext): MeteringSetup {
+/** The one MeteringSetup of a daemon: the metering component and the proxy share it. `writer`
+ *  tunes the event writer (tests), and counts only on the first call for a daemon. */
+export function meteringFor(ctx: DaemonContext, writer?: MeteringDeps['writer']): MeteringSetup {
   let setup = perDaemon.get(ctx);
   if (!setup) {
-    setup = createMetering(ctx);
+    setup = createMetering(writer ? { ...ctx, writer } : ctx);
     perDaemon.set(ctx, setup);
     const usage = new UsageMetrics(ctx.config.metricsModels);
     setup.observe((event) => usage.record(event));

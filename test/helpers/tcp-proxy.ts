@@ -4,10 +4,12 @@ import type { AddressInfo } from 'node:net';
 /** Which way a chunk is going through the relay. */
 export type Direction = 'to-server' | 'to-client';
 
-/** One relayed connection, as a tap sees it: `marks` lets a tap remember what already passed. */
+/** One relayed connection, as a tap sees it: `marks` lets a tap remember what already passed;
+ *  `chunks` counts the chunks seen each way, the current one included. */
 export interface RelayedConnection {
   readonly id: number;
   readonly marks: Set<string>;
+  readonly chunks: Record<Direction, number>;
 }
 
 /**
@@ -48,7 +50,7 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   const listen = () => new Promise<void>((resolve, reject) => {
     const s = createServer((client) => {
       const upstream = connect(targetPort, target.hostname);
-      const conn: RelayedConnection = { id: nextId++, marks: new Set() };
+      const conn: RelayedConnection = { id: nextId++, marks: new Set(), chunks: { 'to-server': 0, 'to-client': 0 } };
       sockets.add(client).add(upstream);
       const cut = () => {
         client.destroy();
@@ -63,6 +65,7 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
       // A hand-made pipe, so the tap sees each chunk before the other side does.
       const relay = (from: Socket, to: Socket, direction: Direction) => {
         from.on('data', (chunk: Buffer) => {
+          conn.chunks[direction]++;
           if (tap?.(direction, chunk, conn) === 'cut') {
             cuts++;
             return cut();
@@ -112,5 +115,47 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
       return cuts;
     },
     close: down,
+  };
+}
+
+/** Cuts (at most `times` connections) when the reply to a statement containing `marker` comes
+ *  back: the server ran it — inside a transaction, not committed — and the client never hears. */
+export function cutReplyTo(marker: string, times = Infinity): Tap {
+  let left = times;
+  return (direction, chunk, conn) => {
+    if (direction === 'to-server' && chunk.includes(marker)) conn.marks.add(marker);
+    if (direction === 'to-client' && conn.marks.has(marker) && left > 0) {
+      left--;
+      return 'cut';
+    }
+    return 'forward';
+  };
+}
+
+/** Cuts (at most `times` connections) after the COMMIT of a transaction that ran a statement
+ *  containing `marker` reached the server, before its acknowledgement reaches the client: the
+ *  server committed, the client cannot know. */
+export function cutAfterCommit(marker: string, times = Infinity): Tap {
+  let left = times;
+  return (direction, chunk, conn) => {
+    if (direction === 'to-server' && chunk.includes(marker)) conn.marks.add(marker);
+    if (direction === 'to-server' && conn.marks.has(marker) && chunk.includes('COMMIT')) conn.marks.add('commit');
+    if (direction === 'to-client' && conn.marks.has('commit') && left > 0) {
+      left--;
+      return 'cut';
+    }
+    return 'forward';
+  };
+}
+
+/** Cuts (at most `times`) new connections when the server's first answer comes: during connect. */
+export function cutConnects(times = Infinity): Tap {
+  let left = times;
+  return (direction, _chunk, conn) => {
+    if (direction === 'to-client' && conn.chunks['to-client'] === 1 && left > 0) {
+      left--;
+      return 'cut';
+    }
+    return 'forward';
   };
 }

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runRetention } from '../../src/plans/retention.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
-import { startTcpProxy, type Tap, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { cutAfterCommit, cutConnects, cutReplyTo, startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
 
 /**
@@ -10,13 +11,6 @@ import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
  * 'error' on it; vitest fails the file on such an unhandled error), and the pool must hand out
  * working clients afterwards. Cuts at chosen moments of the wire protocol, through a relay.
  */
-
-/** Cuts the connection when the reply to a statement containing `marker` comes back: the
- *  server ran it, the client never hears. */
-const cutReplyTo = (marker: string): Tap => (dir, chunk, conn) => {
-  if (dir === 'to-server' && chunk.includes(marker)) conn.marks.add(marker);
-  return dir === 'to-client' && conn.marks.has(marker) ? 'cut' : 'forward';
-};
 
 describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a client is held', () => {
   let url: string;
@@ -53,11 +47,7 @@ describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a cl
   });
 
   it("a lost COMMIT acknowledgement fails the transaction, though the server committed", async () => {
-    relay.tap((dir, chunk, conn) => {
-      if (dir === 'to-server' && chunk.includes('INSERT INTO chaos')) conn.marks.add('insert');
-      if (dir === 'to-server' && conn.marks.has('insert') && chunk.includes('COMMIT')) conn.marks.add('commit');
-      return dir === 'to-client' && conn.marks.has('commit') ? 'cut' : 'forward';
-    });
+    relay.tap(cutAfterCommit('INSERT INTO chaos'));
     await expect(db.transaction((tx) => tx.query('INSERT INTO chaos VALUES (2)'))).rejects.toThrow(/terminated|ECONNRESET/);
     await works();
     expect(await direct.query<{ id: number }>('SELECT id FROM chaos WHERE id = 2')).toEqual([{ id: 2 }]);
@@ -65,7 +55,7 @@ describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a cl
 
   it('a cut during connect fails the call, and the next connect works', async () => {
     const fresh = openPostgres(relay.urlFor(url), { max: 1 });
-    relay.tap((dir) => (dir === 'to-client' ? 'cut' : 'forward')); // the server's first answer never arrives
+    relay.tap(cutConnects());
     await expect(fresh.transaction((tx) => tx.query('SELECT 1'))).rejects.toThrow();
     await expect(fresh.query('SELECT 1')).rejects.toThrow();
     relay.tap(undefined);
@@ -82,6 +72,14 @@ describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a cl
     let got: unknown;
     while (got === undefined && Date.now() < deadline) got = await direct.tryAdvisoryLock('chaos-lock', async () => 'mine');
     expect(got).toBe('mine');
+    await works();
+  });
+
+  it("a cut during retention's deletes fails that run, and the next run works", async () => {
+    relay.tap(cutReplyTo('DELETE FROM usage_daily'));
+    await expect(runRetention(db)).rejects.toThrow(/terminated|ECONNRESET/);
+    relay.tap(undefined);
+    expect(await runRetention(db)).toEqual({ rawEvents: 0, rollupRows: 0 });
     await works();
   });
 

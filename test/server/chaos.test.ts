@@ -1,0 +1,178 @@
+import pino from 'pino';
+import { Agent } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount } from '../../src/auth/accounts.js';
+import { createKey, revokeKey } from '../../src/auth/keys.js';
+import { setBudget } from '../../src/budget/admin.js';
+import { loadConfig } from '../../src/config.js';
+import { meteringComponent, meteringFor } from '../../src/metering/index.js';
+import { components } from '../../src/server/components.js';
+import { startDaemon, type Daemon } from '../../src/server/daemon.js';
+import { migrate } from '../../src/store/migrate.js';
+import { openPostgres } from '../../src/store/postgres.js';
+import type { Db } from '../../src/store/types.js';
+import type { EventWriter } from '../../src/store/writer.js';
+import { atFileEnd } from '../helpers/cleanup.js';
+import { answerChat, eventually } from '../helpers/fleet.js';
+import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
+import { cutAfterCommit, cutConnects, cutReplyTo, startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { startFakeUpstream } from '../helpers/upstreams.js';
+
+/**
+ * Chaos under load: the full daemon on real PostgreSQL behind a relay that cuts connections at
+ * chosen moments of the protocol (mid-statement, after COMMIT before its reply, during connect,
+ * every query for a while, the server gone). The daemon must stay up, answer every call 200,
+ * and in the end the database holds exactly the answered events, rollups equal to the raw sums.
+ */
+const BATCH = 'INSERT INTO usage_events';
+const MEMORY_CAP = 100; // events the writer keeps in memory; the outage's backlog is far larger
+
+describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon does not', () => {
+  let direct: Db;
+  let relay: TcpProxy;
+  let daemon: Daemon;
+  let writer!: EventWriter;
+  let key: string;
+  let spareKey: string;
+  const logs: { msg?: string; level: number }[] = [];
+  const answered: string[] = [];
+  const agent = new Agent({ connections: 8 });
+
+  beforeAll(async () => {
+    const url = await createTestDatabase();
+    direct = openPostgres(url);
+    atFileEnd(() => direct.close());
+    await migrate(direct);
+    await createAccount(direct, 'chaos', 'pro');
+    key = (await createKey(direct, 'chaos')).key;
+    spareKey = (await createKey(direct, 'chaos', 'spare')).key;
+    await setBudget(direct, 'chaos', '1000', false); // the budget monitor has an account to watch
+    relay = await startTcpProxy(url);
+    atFileEnd(() => relay.close());
+    const upstream = await startFakeUpstream();
+    atFileEnd(() => upstream.close());
+    answerChat(upstream, { prompt: 12, completion: 7 });
+
+    const config = loadConfig({
+      METER_PORT: '0', METER_DATA_DIR: tempDir(), DATABASE_URL: relay.urlFor(url),
+      METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`, METER_FLUSH_INTERVAL_MS: '50', METER_KEY_REFRESH_MS: '200',
+    });
+    const logger = pino({ level: 'info' }, { write: (s: string) => void logs.push(JSON.parse(s) as { msg?: string; level: number }) });
+    expect(components[0]).toBe(meteringComponent);
+    daemon = await startDaemon(config, logger, [
+      (ctx) => {
+        const setup = meteringFor(ctx, { maxQueued: MEMORY_CAP, segmentMaxEvents: 200, maxBackoffMs: 300 });
+        writer = setup.writer;
+        return setup.component;
+      },
+      ...components.slice(1),
+    ]);
+    atFileEnd(() => daemon.close());
+  });
+  afterAll(() => agent.close());
+
+  /** n calls at concurrency 8 through the daemon; each must be answered 200. */
+  async function load(n: number, apiKey = key): Promise<void> {
+    let next = 0;
+    const one = async () => {
+      while (next < n) {
+        next++;
+        const res = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'x-provider-authorization': 'Bearer sk-test', 'content-type': 'application/json', 'x-metering-tags': `phase=p${next % 3}` },
+          body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+          // @ts-expect-error undici's dispatcher option on Node's fetch
+          dispatcher: agent,
+        });
+        await res.arrayBuffer();
+        expect(res.status).toBe(200);
+        answered.push(res.headers.get('x-meter-request-id')!);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, one));
+  }
+
+  const written = async () => (await direct.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events'))[0]!.n;
+
+  it('cut mid-statement (the batch ran, never committed): retried, each event once', async () => {
+    await load(40);
+    await writer.drain();
+    const cuts = relay.cuts;
+    relay.tap(cutReplyTo(BATCH, 3));
+    await load(120);
+    await eventually(async () => relay.cuts >= cuts + 3 || (await written()) === answered.length, 20_000, 'the cuts');
+    relay.tap(undefined);
+    await writer.drain();
+    expect(relay.cuts).toBeGreaterThan(cuts);
+    expect(writer.stats().failedAttempts).toBeGreaterThan(0);
+  });
+
+  it('cut after COMMIT, before its acknowledgement: the retried batch writes nothing twice', async () => {
+    const cuts = relay.cuts;
+    relay.tap(cutAfterCommit(BATCH, 3));
+    await load(120);
+    await eventually(async () => relay.cuts >= cuts + 1, 20_000, 'a cut after COMMIT');
+    relay.tap(undefined);
+    await writer.drain();
+    expect(await written()).toBe(answered.length);
+  });
+
+  it('cuts during connect, and every statement of every loop (writer, keys, quota, budget, outbox) cut for a while', async () => {
+    relay.tap(cutReplyTo('SELECT')); // every query's reply, on every connection
+    await load(80);
+    relay.tap(cutConnects(20)); // the pool reconnects: its next connects die while starting
+    await load(80);
+    relay.tap(undefined);
+    await writer.drain();
+    expect(await written()).toBe(answered.length);
+  });
+
+  it('the server gone (connections cut, new ones refused): a backlog far past the in-memory cap, bounded memory, then all written', async () => {
+    await relay.down();
+    const rss0 = process.memoryUsage().rss;
+    let maxQueued = 0;
+    for (let i = 0; i < 5; i++) {
+      await load(200);
+      maxQueued = Math.max(maxQueued, writer.stats().queued);
+    }
+    const stats = writer.stats();
+    expect(stats.backlog).toBeGreaterThanOrEqual(1_000);
+    expect(stats).toMatchObject({ spilling: true });
+    expect(maxQueued).toBeLessThanOrEqual(MEMORY_CAP);
+    // Coarse (the test process holds the clients too): 1,000 events waiting must not cost memory.
+    expect(process.memoryUsage().rss - rss0).toBeLessThan(64 << 20);
+    await relay.up();
+    await writer.drain(60_000);
+  });
+
+  it('afterwards: the events are exactly the answered ids, the rollups equal the raw sums, and every loop still runs', async () => {
+    const ids = (await direct.query<{ id: string }>('SELECT event_id::text AS id FROM usage_events')).map((r) => r.id);
+    expect(ids.length).toBe(answered.length);
+    expect(new Set(ids)).toEqual(new Set(answered));
+
+    const daily = await direct.query(`SELECT account_id, day, provider, model, spend::text, requests::int, input_tokens::int, output_tokens::int
+      FROM usage_daily ORDER BY 1, 2, 3, 4`);
+    const rawDaily = await direct.query(`SELECT account_id, (time AT TIME ZONE 'UTC')::date AS day, provider, model, sum(cost)::text AS spend,
+      count(*)::int AS requests, sum(input_tokens)::int AS input_tokens, sum(output_tokens)::int AS output_tokens
+      FROM usage_events GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`);
+    expect(daily).toEqual(rawDaily);
+    const tags = await direct.query(`SELECT tag_key, tag_value, spend::text, requests::int FROM usage_tag_daily ORDER BY 1, 2`);
+    const rawTags = await direct.query(`SELECT t.key AS tag_key, t.value AS tag_value, sum(cost)::text AS spend, count(*)::int AS requests
+      FROM usage_events CROSS JOIN LATERAL jsonb_each_text(tags) AS t(key, value) GROUP BY 1, 2 ORDER BY 1, 2`);
+    expect(tags).toEqual(rawTags);
+    expect(writer.stats().deadLettered).toBe(0);
+
+    // The key cache's refresh loop survived: a revocation reaches the daemon.
+    await revokeKey(direct, spareKey);
+    await eventually(async () => {
+      const res = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
+        method: 'POST', headers: { authorization: `Bearer ${spareKey}`, 'content-type': 'application/json' }, body: '{}',
+      });
+      await res.arrayBuffer();
+      return res.status === 401;
+    }, 10_000, 'the revocation');
+    // The budget monitor said it lost the store, and that it has it back.
+    expect(logs.some((l) => l.msg === 'budget monitor: store reachable again')).toBe(true);
+    expect((await fetch(`${daemon.url}/readyz`)).status).toBe(200);
+  });
+});
