@@ -30,6 +30,8 @@ interface EventRow {
   key_id: string;
   requested_model: string | null;
   price_version: string;
+  service_tier: string | null;
+  units: Record<string, number> | null;
 }
 
 // Microseconds as stored: the cursor must name the exact row (see cursor.ts). Not aliased
@@ -37,7 +39,7 @@ interface EventRow {
 const COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time_utc,
   provider, model, status, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
   reasoning_tokens, cost::text AS cost, usage_source, latency_ms, ttfb_ms, stream, tags, key_id,
-  requested_model, price_version`;
+  requested_model, price_version, service_tier, units`;
 
 export async function listEvents(db: Queryable, accountId: string, p: EventsParams): Promise<JsonValue> {
   const strategy = p.tag
@@ -97,7 +99,7 @@ export function stringTags(stored: Record<string, unknown> | null): Record<strin
   return tags;
 }
 
-/** Exactly the fields of CONTRACT §4, tags limited to the string pairs the caller sent. */
+/** The fields of CONTRACT §4 (plus `service_tier` and `units`), tags limited to the string pairs the caller sent. */
 function toEvent(r: EventRow): JsonValue {
   const tags = stringTags(r.tags);
   return {
@@ -120,5 +122,7 @@ function toEvent(r: EventRow): JsonValue {
     key_id: r.key_id,
     requested_model: r.requested_model,
     price_version: r.price_version,
+    service_tier: r.service_tier,
+    units: r.units ?? {},
   };
 }

@@ -7,6 +7,7 @@ import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } fro
 import type { MeteringCounters } from './counters.js';
 import { createDecoder, type BodyDecoder } from './decode.js';
 import type { UsageEvent, UsageSource } from './event.js';
+import { storedUnits } from './event-units.js';
 import { JsonCapture } from './json-capture.js';
 import type { CallMeter, CallStart, EventSink } from './types.js';
 
@@ -162,6 +163,8 @@ export class MeteredCall implements CallMeter {
       stream: this.acc !== undefined,
       tags: cleanTags(this.call.tags),
       providerCostTicks: usage.providerCostTicks?.toString() ?? null,
+      units: storedUnits(usage),
+      serviceTier: usage.serviceTier === undefined ? null : noNul(usage.serviceTier),
     };
   }
 

@@ -1,4 +1,5 @@
 import type { ProviderSlug } from '../providers/types.js';
+import type { StoredUnits } from './event-units.js';
 
 export type UsageSource = 'provider' | 'estimated' | 'none';
 
@@ -32,4 +33,9 @@ export interface UsageEvent {
   tags: Record<string, string>;
   /** xAI's own cost in 1e-10 USD ticks, when reported (decimal string). */
   providerCostTicks: string | null;
+  /** Billed units beyond the token columns (see event-units.ts); null when none. Absent in
+   *  events spooled by an older version. */
+  units?: StoredUnits | null;
+  /** The service tier the provider says served the call (`flex`, `priority`, `batch`, …). */
+  serviceTier?: string | null;
 }

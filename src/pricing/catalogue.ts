@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import { calcPrice, type ConditionalPrice, type ModelInfo, type ModelPrice } from '@pydantic/genai-prices';
 import { parseDecimal, type Dec } from './decimal.js';
 import type { ProviderSlug } from '../providers/types.js';
-import type { CompiledModel, PriceClass, PriceConstraint, PriceEntry, PriceSet, TieredDec } from './types.js';
+import type { CompiledModel, PriceConstraint, PriceEntry, PriceSet, TieredDec } from './types.js';
+import { PRICE_CLASSES, TOKEN_CLASSES, UNITS, type PriceClass } from './units.js';
 
 /** Our slugs → the catalogue's provider ids. Always passed explicitly: without it the catalogue
  *  guesses from the model name, and Groq/Together models (`openai/gpt-oss-120b`, `meta-llama/…`)
@@ -26,15 +27,11 @@ export const CATALOGUE_PROVIDER_ID: Readonly<Record<ProviderSlug, string>> = {
   xai: 'x-ai',
 };
 
-/** Catalogue price keys for the token classes we meter. Other keys (audio, images, web
- *  searches, pages) have no counterpart in our Usage and are ignored. */
-export const CLASS_PRICE_KEY: Readonly<Record<PriceClass, string>> = {
-  input: 'input_mtok',
-  cache_read: 'cache_read_mtok',
-  cache_write: 'cache_write_mtok',
-  cache_write_1h: 'cache_write_1h_mtok',
-  output: 'output_mtok',
-};
+/** Catalogue price keys for the classes we meter. Other keys (audio hours, document pages,
+ *  file searches) have no counterpart in what the proxied APIs report and are ignored. */
+export const CLASS_PRICE_KEY: Readonly<Record<PriceClass, string>> = Object.fromEntries(
+  PRICE_CLASSES.map((c) => [c, UNITS[c].priceKey]),
+) as Record<PriceClass, string>;
 
 const PINNED_VERSION = '0.1.8';
 
@@ -87,7 +84,7 @@ export function compileCatalogueModel(info: ModelInfo): CompiledModel | null {
       return entry;
     });
     // A model with no token prices at all (OCR pages, audio hours) cannot be priced from our usage.
-    if (entries.length && entries.some((e) => Object.keys(e.prices).length > 0)) result = { id: info.id, entries };
+    if (entries.length && entries.some((e) => TOKEN_CLASSES.some((c) => e.prices[c] !== undefined))) result = { id: info.id, entries };
   } catch {
     result = null;
   }

@@ -1,9 +1,7 @@
-import { coefAt, divRoundHalfEven, formatFixed, type Dec } from './decimal.js';
+import { coefAt, divRoundHalfEven, formatFixed, type Dec, type Ratio } from './decimal.js';
 import type { Usage } from '../providers/types.js';
-import {
-  PRICE_CLASSES, PRICE_PARENT,
-  type CompiledModel, type PriceClass, type PriceEntry, type PriceSet, type ResolvedModel, type TieredDec,
-} from './types.js';
+import type { CompiledModel, PriceEntry, PriceSet, ResolvedModel, TieredDec } from './types.js';
+import { PRICE_CLASSES, SUPER_UNITS, UNITS, unitLeaves, unitTotals, type PriceClass } from './units.js';
 
 /** Costs are stored as NUMERIC(20,8): rounded once, half-even, to this many decimals. */
 export const COST_DECIMALS = 8;
@@ -49,62 +47,71 @@ export function tierPrice(t: TieredDec, totalInputTokens: number): Dec {
   return price;
 }
 
-/** The price that applies to a class: its own, else its parent's (cache read → input, …). */
+/** The price that applies to a class: its own, else that of the nearest class containing it
+ *  (cache read → input, 1-hour write → cache write → input). */
 export function classPrice(prices: PriceSet, cls: PriceClass): { price: TieredDec; from: PriceClass } | undefined {
-  for (let c: PriceClass | null = cls; c !== null; c = PRICE_PARENT[c]) {
-    const p = prices[c];
-    if (p) return { price: p, from: c };
+  const own = prices[cls];
+  if (own) return { price: own, from: cls };
+  const sups = SUPER_UNITS[cls];
+  for (let i = sups.length - 1; i >= 0; i--) {
+    const p = prices[sups[i]!];
+    if (p) return { price: p, from: sups[i]! };
   }
   return undefined;
 }
 
-/** Whole non-negative token counts; anything else a provider might send counts as 0. */
-function tokens(n: number | undefined): number {
-  if (n === undefined || !Number.isFinite(n) || n <= 0) return 0;
-  return Math.min(Math.round(n), Number.MAX_SAFE_INTEGER);
+const pricedClasses = new WeakMap<PriceSet, PriceClass[]>();
+function pricedOf(prices: PriceSet): PriceClass[] {
+  let c = pricedClasses.get(prices);
+  if (!c) {
+    c = PRICE_CLASSES.filter((k) => prices[k] !== undefined);
+    pricedClasses.set(prices, c);
+  }
+  return c;
 }
 
 /**
- * Splits normalised usage into disjoint token classes. Inconsistent counts (more cached than
- * input, a 1h part larger than all writes) are clamped rather than rejected: metering never throws.
+ * Splits usage into the disjoint quantities a model's prices bill, by class (the catalogue's
+ * rule: a class without a price of its own stays inside the class that contains it).
  */
-export function splitUsage(usage: Usage): Record<PriceClass, number> {
-  const input = tokens(usage.inputTokens);
-  const cacheRead = Math.min(tokens(usage.cachedInputTokens), input);
-  const cacheWrite = Math.min(tokens(usage.cacheWriteTokens), input - cacheRead);
-  const cacheWrite1h = Math.min(tokens(usage.cacheWrite1hTokens), cacheWrite);
-  return {
-    input: input - cacheRead - cacheWrite,
-    cache_read: cacheRead,
-    cache_write: cacheWrite - cacheWrite1h,
-    cache_write_1h: cacheWrite1h,
-    output: tokens(usage.outputTokens),
-  };
+export function splitUsage(usage: Usage, prices?: PriceSet): Map<PriceClass, number> {
+  const priced = prices ? pricedOf(prices) : PRICE_CLASSES.filter((c) => c !== 'request');
+  return unitLeaves(unitTotals(usage), priced);
 }
 
-/** Exact cost in units of 1e-8 USD: every class summed exactly, rounded once, half-even. */
-export function costUnits(resolved: ResolvedModel, usage: Usage, time: Date): bigint {
+/**
+ * Exact cost in units of 1e-8 USD: every billed unit × its price summed exactly, a service tier's
+ * multiplier applied to the token part, a discount to the whole, rounded once, half-even.
+ */
+export function costUnits(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): bigint {
   const { prices } = selectEntry(resolved.model, time);
-  const split = splitUsage(usage);
-  const totalInput = tokens(usage.inputTokens);
+  const totals = unitTotals(usage);
+  const leaves = unitLeaves(totals, pricedOf(prices));
 
-  const terms: { n: bigint; price: Dec }[] = [];
+  const terms: { n: bigint; price: Dec; tokens: boolean }[] = [];
   let scale = MIN_PRICE_SCALE;
-  for (const cls of PRICE_CLASSES) {
-    const n = split[cls];
+  for (const [cls, n] of leaves) {
     if (n === 0) continue;
-    const p = classPrice(prices, cls);
-    if (!p) continue;
-    const price = tierPrice(p.price, totalInput);
+    const price = tierPrice(prices[cls]!, totals.input);
     if (price.scale > scale) scale = price.scale;
-    terms.push({ n: BigInt(n), price });
+    const unit = UNITS[cls];
+    // Per-1000 prices (calls) are 1000× a per-million price of the same digits.
+    terms.push({ n: BigInt(n) * (unit.per === 1_000 ? 1000n : 1n), price, tokens: unit.tokens });
   }
-  // sum is in units of 10^-(scale + 6) USD: 1e-15 USD for prices given to 1e-9 $/MTok.
-  let sum = 0n;
-  for (const t of terms) sum += t.n * coefAt(t.price, scale);
-
-  let num = sum;
+  // Sums are in units of 10^-(scale + 6) USD: 1e-15 USD for prices given to 1e-9 $/MTok.
+  let tokenSum = 0n;
+  let callSum = 0n;
+  for (const t of terms) {
+    const v = t.n * coefAt(t.price, scale);
+    if (t.tokens) tokenSum += v;
+    else callSum += v;
+  }
   let den = 10n ** BigInt(scale + PER_MTOK_DIGITS - COST_DECIMALS);
+  let num = tokenSum + callSum;
+  if (tier && tier.num !== tier.den) {
+    num = tokenSum * tier.num + callSum * tier.den;
+    den *= tier.den;
+  }
   if (resolved.discount) {
     num *= resolved.discount.ratio.num;
     den *= resolved.discount.ratio.den;
@@ -112,6 +119,6 @@ export function costUnits(resolved: ResolvedModel, usage: Usage, time: Date): bi
   return divRoundHalfEven(num, den);
 }
 
-export function costString(resolved: ResolvedModel, usage: Usage, time: Date): string {
-  return formatFixed(costUnits(resolved, usage, time), COST_DECIMALS);
+export function costString(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): string {
+  return formatFixed(costUnits(resolved, usage, time, tier), COST_DECIMALS);
 }

@@ -12,6 +12,10 @@
  *           output_mtok: "1.20"
  *         gpt-4o:
  *           discount_pct: 20              # catalogue price of this model, 20% off
+ *     gemini:
+ *       models:
+ *         gemini-2.5-flash:
+ *           web_searches_kcount: 35       # no token price: added to the catalogue's prices
  *     together:
  *       models:
  *         my-llama:
@@ -38,6 +42,8 @@ const PCT_HELP = 'expected a percentage from 0 to 100 (a string like "12.5" or a
 
 export const PRICE_FIELDS = [
   'input_mtok', 'cache_read_mtok', 'cache_write_mtok', 'cache_write_1h_mtok', 'output_mtok',
+  'input_audio_mtok', 'cache_audio_read_mtok', 'input_image_mtok', 'cache_image_read_mtok', 'input_video_mtok',
+  'output_audio_mtok', 'output_image_mtok', 'output_video_mtok', 'web_searches_kcount', 'requests_kcount',
 ] as const;
 export type PriceField = (typeof PRICE_FIELDS)[number];
 
@@ -78,13 +84,7 @@ const pct = z
     { error: (iss) => `${PCT_HELP}, got ${describe(iss.input)}` },
   );
 
-const priceShape = {
-  input_mtok: price.optional(),
-  cache_read_mtok: price.optional(),
-  cache_write_mtok: price.optional(),
-  cache_write_1h_mtok: price.optional(),
-  output_mtok: price.optional(),
-};
+const priceShape = Object.fromEntries(PRICE_FIELDS.map((f) => [f, price.optional()])) as Record<PriceField, z.ZodOptional<typeof price>>;
 
 const tier = strict(
   {

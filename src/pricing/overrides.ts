@@ -9,7 +9,8 @@ import {
   type ModelOverrideInput, type PriceField, type PricesFile,
 } from './overrides-schema.js';
 import type { ProviderSlug } from '../providers/types.js';
-import type { CompiledModel, PriceClass, PriceSet, ResolvedModel, TieredDec } from './types.js';
+import type { CompiledModel, PriceSet, ResolvedModel, TieredDec } from './types.js';
+import { PRICE_CLASSES, UNITS, type PriceClass } from './units.js';
 
 export const PRICES_FILE_ENV = 'METER_PRICES_FILE';
 
@@ -34,8 +35,9 @@ export type Discount = NonNullable<ResolvedModel['discount']>;
 export type ModelOverride =
   /** Explicit prices from the file. */
   | { key: string; kind: 'prices'; model: CompiledModel; discount?: Discount }
-  /** The catalogue's price of `sameAs` (or of the priced name itself), optionally discounted. */
-  | { key: string; kind: 'catalogue'; sameAs?: string; discount?: Discount };
+  /** The catalogue's price of `sameAs` (or of the priced name itself), optionally discounted,
+   *  plus `extra` prices of units the catalogue lacks (a Gemini grounding price). */
+  | { key: string; kind: 'catalogue'; sameAs?: string; discount?: Discount; extra?: PriceSet };
 
 export interface ProviderOverrides {
   discount?: Discount;
@@ -51,13 +53,9 @@ export interface Overrides {
   file: string;
 }
 
-const FIELD_CLASS: Readonly<Record<PriceField, PriceClass>> = {
-  input_mtok: 'input',
-  cache_read_mtok: 'cache_read',
-  cache_write_mtok: 'cache_write',
-  cache_write_1h_mtok: 'cache_write_1h',
-  output_mtok: 'output',
-};
+const FIELD_CLASS = Object.fromEntries(
+  PRICE_CLASSES.map((c) => [UNITS[c].priceKey, c]),
+) as Readonly<Record<PriceField, PriceClass>>;
 
 /** Reads and validates a prices file (JSON by .json, YAML by .yaml/.yml, else by its first character). */
 export function loadOverridesFile(file: string, label = PRICES_FILE_ENV): Overrides {
@@ -114,10 +112,15 @@ function discountOf(v: string | number | undefined): Discount | undefined {
 function compileModel(key: string, m: ModelOverrideInput): ModelOverride {
   const discount = discountOf(m.discount_pct);
   const given = PRICE_FIELDS.filter((f) => m[f] !== undefined);
-  if (!given.length) {
+  // Without an input or output price the entry adds prices to the catalogue's, not replaces them.
+  if (!given.includes('input_mtok') && !given.includes('output_mtok') && !m.tiers) {
     const o: ModelOverride = { key, kind: 'catalogue' };
     if (m.same_as !== undefined) o.sameAs = m.same_as;
     if (discount) o.discount = discount;
+    if (given.length) {
+      o.extra = {};
+      for (const f of given) o.extra[FIELD_CLASS[f]] = { base: dec(m[f]!), tiers: [] };
+    }
     return o;
   }
   const prices: PriceSet = {};

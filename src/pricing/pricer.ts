@@ -2,6 +2,7 @@ import {
   catalogueVersion, compileCatalogueModel, findCatalogueModel, normaliseModelName,
 } from './catalogue.js';
 import { costString, ZERO_COST } from './cost.js';
+import { formatRatio, serviceTierRatio } from './service-tiers.js';
 import {
   PRICES_FILE_ENV, PricesFileError, findOverride, loadOverridesFile, type ModelOverride, type Overrides,
 } from './overrides.js';
@@ -79,14 +80,17 @@ export class Pricer {
         if (!name) continue;
         const r = this.resolve(input.provider, name);
         if (!r) continue;
-        return {
-          cost: costString(r.resolved, input.usage, input.time),
+        const tier = serviceTierRatio(input.provider, input.usage.serviceTier, r.resolved.model.id);
+        const result: CostResult = {
+          cost: costString(r.resolved, input.usage, input.time, tier),
           unpriced: false,
           priceVersion,
           matchedModel: r.matchedModel,
           source: r.resolved.source,
           pricedModel: name,
         };
+        if (tier) result.tierMultiplier = formatRatio(tier);
+        return result;
       }
     } catch {
       // fall through: an event is still recorded, flagged unpriced
@@ -111,8 +115,12 @@ export class Pricer {
     }
     const target = o?.sameAs ?? name;
     const targetInfo = target === name && info !== undefined ? info : findCatalogueModel(provider, target);
-    const model = targetInfo ? compileCatalogueModel(targetInfo) : null;
-    if (!model) return null;
+    const catalogueModel = targetInfo ? compileCatalogueModel(targetInfo) : null;
+    if (!catalogueModel) return null;
+    const extra = o?.kind === 'catalogue' ? o.extra : undefined;
+    const model = extra
+      ? { id: catalogueModel.id, entries: catalogueModel.entries.map((e) => ({ ...e, prices: { ...e.prices, ...extra } })) }
+      : catalogueModel;
     const resolved: ResolvedModel = { model, source: o ? 'override' : 'catalogue' };
     const discount = o?.discount ?? po?.discount;
     if (discount) resolved.discount = discount;

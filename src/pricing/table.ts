@@ -4,19 +4,33 @@ import { formatDec, mulRatioExact, type Dec } from './decimal.js';
 import type { Pricer } from './pricer.js';
 import type { ProviderSlug } from '../providers/types.js';
 import { PRICE_CLASSES, type PriceClass, type PriceConstraint, type ResolvedModel } from './types.js';
+import { TOKEN_CLASSES, UNITS } from './units.js';
 
 const LABEL: Readonly<Record<PriceClass, string>> = {
   input: 'input (uncached)',
   cache_read: 'cache read',
   cache_write: 'cache write (5m)',
   cache_write_1h: 'cache write (1h)',
+  input_audio: 'audio input',
+  cache_audio_read: 'audio cache read',
+  input_image: 'image input',
+  cache_image_read: 'image cache read',
+  input_video: 'video input',
   output: 'output (incl. reasoning)',
+  output_audio: 'audio output',
+  output_image: 'image output',
+  output_video: 'video output',
+  web_search: 'web search (per 1K calls)',
+  request: 'request (per 1K calls)',
 };
 
 export interface PriceRowJson {
   class: PriceClass;
-  /** USD per million tokens after any discount, exact. */
+  /** USD per million tokens after any discount, exact; for calls (web_search, request): USD per
+   *  thousand calls. */
   usd_per_mtok: string;
+  /** Set for per-call classes: the price is per this many calls (1000). */
+  per_calls?: number;
   /** Set when the class has no price of its own and is billed as another class. */
   billed_as?: PriceClass;
   /** Long-context tiers: above this many total input tokens the whole request uses usd_per_mtok. */
@@ -63,13 +77,15 @@ export function priceTable(pricer: Pricer, provider: ProviderSlug, model: string
   const entry = selectEntry(resolved.model, at);
   const prices: PriceRowJson[] = [];
   for (const cls of PRICE_CLASSES) {
-    const p = classPrice(entry.prices, cls);
+    // Token classes always (billed as their parent without a price); other units when priced.
+    const p = TOKEN_CLASSES.includes(cls) ? classPrice(entry.prices, cls) : entry.prices[cls] && { price: entry.prices[cls], from: cls };
     if (!p) continue;
     const row: PriceRowJson = {
       class: cls,
       usd_per_mtok: effective(p.price.base, resolved),
       tiers: p.price.tiers.map((t) => ({ above_input_tokens: t.start, usd_per_mtok: effective(t.price, resolved) })),
     };
+    if (UNITS[cls].per === 1_000) row.per_calls = 1_000;
     if (p.from !== cls) row.billed_as = p.from;
     prices.push(row);
   }
@@ -107,7 +123,7 @@ export function renderPriceTable(t: PriceTableJson): string {
   lines.push(`price table: ${t.price_version}, at ${t.at}`);
   if (t.applies) lines.push(`applies: ${t.applies}; other periods: ${t.other_periods.join(', ')}`);
   const thresholds = [...new Set(t.prices.flatMap((p) => p.tiers.map((x) => x.above_input_tokens)))].sort((a, b) => a - b);
-  const header = ['token class', 'USD / 1M tokens', ...thresholds.map((n) => `> ${n} input tokens`)];
+  const header = ['billed unit', 'USD / 1M tokens', ...thresholds.map((n) => `> ${n} input tokens`)];
   const rows = t.prices.map((p) => {
     const cells = [LABEL[p.class], p.usd_per_mtok + (p.billed_as ? ` (as ${p.billed_as})` : '')];
     let current = p.usd_per_mtok;

@@ -1,24 +1,10 @@
 import type { Dec, Ratio } from './decimal.js';
 import type { ProviderSlug, Usage } from '../providers/types.js';
 
-/**
- * The token classes a price can name. Each is a partition of the usage except `input`, which
- * prices what is left of the prompt after cache reads and writes. A class without a price of
- * its own is billed at its parent's: cache_write_1h → cache_write → input, cache_read → input
- * (the same fallback the catalogue uses).
- */
-export const PRICE_CLASSES = ['input', 'cache_read', 'cache_write', 'cache_write_1h', 'output'] as const;
-export type PriceClass = (typeof PRICE_CLASSES)[number];
+export { PRICE_CLASSES, type PriceClass } from './units.js';
+import type { PriceClass } from './units.js';
 
-export const PRICE_PARENT: Readonly<Record<PriceClass, PriceClass | null>> = {
-  input: null,
-  cache_read: 'input',
-  cache_write: 'input',
-  cache_write_1h: 'cache_write',
-  output: null,
-};
-
-/** A price in USD per million tokens; above `tiers[i].start` total input tokens the whole class is re-priced. */
+/** A price in USD per million tokens (per thousand calls); above `tiers[i].start` total input tokens the whole class is re-priced. */
 export interface TieredDec {
   base: Dec;
   /** Ascending by start. A tier applies when the request's total input tokens are > start. */
@@ -78,4 +64,6 @@ export interface CostResult {
   source?: PriceSource;
   /** Which of the two names was priced. */
   pricedModel?: string;
+  /** The service tier's multiplier applied to token prices, e.g. "0.5" (absent: none). */
+  tierMultiplier?: string;
 }

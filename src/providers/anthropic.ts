@@ -1,11 +1,12 @@
-import { bodyModel, isErrorBody, isNum, num, obj, parse, str, TextAccumulator, usage, usageResult, type Obj } from './common.js';
+import { bodyModel, isErrorBody, isNum, num, obj, parse, serviceTier, str, TextAccumulator, usage, usageResult, type Obj } from './common.js';
 import { eachStringField, firstStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 /**
  * Anthropic's `input_tokens` excludes cache reads and writes: all input = input_tokens +
  * cache_creation_input_tokens + cache_read_input_tokens. `cache_creation` splits the writes by
- * TTL; its 1-hour part is priced higher.
+ * TTL; its 1-hour part is priced higher. `server_tool_use` counts web search and web fetch
+ * requests; `service_tier` says `standard`, `priority` or `batch`.
  */
 export function anthropicUsage(u: Obj): Usage | undefined {
   if (!isNum(u.input_tokens) && !isNum(u.output_tokens)) return undefined;
@@ -15,14 +16,20 @@ export function anthropicUsage(u: Obj): Usage | undefined {
     ? num(u.cache_creation_input_tokens)
     : num(cc?.ephemeral_5m_input_tokens) + oneHour;
   const reads = num(u.cache_read_input_tokens);
-  return usage({
+  const tools = obj(u.server_tool_use);
+  const p: Partial<Usage> = {
     inputTokens: num(u.input_tokens) + writes + reads,
     outputTokens: num(u.output_tokens),
     cachedInputTokens: reads,
     cacheWriteTokens: writes,
     cacheWrite1hTokens: oneHour,
     reasoningTokens: num(obj(u.output_tokens_details)?.thinking_tokens),
-  });
+  };
+  // Server tools are billed per request (web search); web fetch is counted, its tokens billed.
+  if (tools) p.units = { web_searches: num(tools.web_search_requests), web_fetches: num(tools.web_fetch_requests) };
+  const tier = serviceTier(u.service_tier);
+  if (tier !== undefined) p.serviceTier = tier;
+  return usage(p);
 }
 
 const DELTA_TEXT_KEYS = ['text', 'thinking', 'partial_json'];

@@ -1,5 +1,5 @@
 import { TextCollector } from './scan.js';
-import type { RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
+import type { ExtraUnit, RequestInfo, StreamAccumulator, UnitCounts, Usage, UsageResult } from './types.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -30,7 +30,29 @@ export function usage(p: Partial<Usage>): Usage {
     reasoningTokens: p.reasoningTokens ?? 0,
   };
   if (p.providerCostTicks !== undefined) u.providerCostTicks = p.providerCostTicks;
+  if (p.units) {
+    const units = nonZeroUnits(p.units);
+    if (units) u.units = units;
+  }
+  if (p.serviceTier !== undefined) u.serviceTier = p.serviceTier;
   return u;
+}
+
+/** The counts that are whole and positive, or undefined when none is (results compare field by field). */
+export function nonZeroUnits(units: UnitCounts): UnitCounts | undefined {
+  let out: UnitCounts | undefined;
+  for (const [k, v] of Object.entries(units) as [ExtraUnit, number | undefined][]) {
+    const n = num(v);
+    if (n > 0) (out ??= {})[k] = n;
+  }
+  return out;
+}
+
+/** A provider's service tier as stored: lower-case, without Google's `SERVICE_TIER_` prefix. */
+export function serviceTier(x: unknown): string | undefined {
+  const s = str(x)?.toLowerCase();
+  if (!s || s.length > 32 || s === 'unspecified' || s === 'service_tier_unspecified') return undefined;
+  return s.startsWith('service_tier_') ? s.slice('service_tier_'.length) : s;
 }
 
 /** A UsageResult holding only what was found (results are compared field by field). */

@@ -1,36 +1,64 @@
 import {
-  bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, str, TextAccumulator, usage, usageResult, type Obj,
+  bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, serviceTier, str, TextAccumulator, usage, usageResult, type Obj,
 } from './common.js';
 import { eachStringField, firstStringField, hasObjectField, objectStrings } from './scan.js';
 import type { Provider, ProviderSlug, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 /**
  * OpenAI's usage shapes: chat/legacy completions and embeddings (`prompt_tokens`, …) and the
- * responses API (`input_tokens`, …). Undefined when the object holds no token counts (e.g.
- * Groq's non-streaming `x_groq.usage`, which is only hardware cache statistics).
+ * responses and images APIs (`input_tokens`, …). Audio and image tokens are parts of the prompt
+ * and completion counts, billed at their own prices. Undefined when the object holds no token
+ * counts (e.g. Groq's non-streaming `x_groq.usage`, which is only hardware cache statistics).
  */
 export function openAIUsage(u: Obj): Usage | undefined {
+  let id: Obj | undefined;
+  let od: Obj | undefined;
+  let input: number;
+  let output: number;
   if (isNum(u.input_tokens) || isNum(u.output_tokens)) {
-    const id = obj(u.input_tokens_details);
-    const od = obj(u.output_tokens_details);
-    return usage({
-      inputTokens: num(u.input_tokens),
-      outputTokens: num(u.output_tokens),
-      cachedInputTokens: num(id?.cached_tokens),
-      cacheWriteTokens: num(id?.cache_write_tokens),
-      reasoningTokens: num(od?.reasoning_tokens),
-    });
+    id = obj(u.input_tokens_details);
+    od = obj(u.output_tokens_details);
+    input = num(u.input_tokens);
+    output = num(u.output_tokens);
+  } else if (isNum(u.prompt_tokens) || isNum(u.completion_tokens)) {
+    id = obj(u.prompt_tokens_details);
+    od = obj(u.completion_tokens_details);
+    input = num(u.prompt_tokens);
+    output = num(u.completion_tokens); // embeddings: none
+  } else {
+    return undefined;
   }
-  if (!isNum(u.prompt_tokens) && !isNum(u.completion_tokens)) return undefined;
-  const pd = obj(u.prompt_tokens_details);
-  const cd = obj(u.completion_tokens_details);
-  return usage({
-    inputTokens: num(u.prompt_tokens),
-    outputTokens: num(u.completion_tokens), // embeddings: none
-    cachedInputTokens: num(pd?.cached_tokens),
-    cacheWriteTokens: num(pd?.cache_write_tokens),
-    reasoningTokens: num(cd?.reasoning_tokens),
-  });
+  const p: Partial<Usage> = {
+    inputTokens: input,
+    outputTokens: output,
+    cachedInputTokens: num(id?.cached_tokens),
+    cacheWriteTokens: num(id?.cache_write_tokens),
+    reasoningTokens: num(od?.reasoning_tokens),
+  };
+  if (id || od) {
+    p.units = {
+      input_audio_tokens: num(id?.audio_tokens),
+      input_image_tokens: num(id?.image_tokens),
+      output_audio_tokens: num(od?.audio_tokens),
+      output_image_tokens: num(od?.image_tokens),
+    };
+  }
+  return usage(p);
+}
+
+/**
+ * Web search calls a response made: responses API `web_search_call` output items (each billed
+ * per call), or one for a chat completion asked to search (`web_search_options`, the search
+ * models). Counted only on the objects that carry usage, so streams cost one scan at the end.
+ */
+function webSearches(o: Obj, req: RequestInfo, mode: Mode): number {
+  const output = obj(o.response)?.output ?? o.output;
+  if (Array.isArray(output)) {
+    let n = 0;
+    for (const item of output) if (obj(item)?.type === 'web_search_call') n++;
+    return n;
+  }
+  return mode === 'chat' && obj(req.body)?.web_search_options !== undefined ? 1 : 0;
 }
 
 export interface CompatOptions {
@@ -52,13 +80,19 @@ function modeOf(req: RequestInfo): Mode {
   return 'chat';
 }
 
-function usageIn(o: Obj, opts: CompatOptions): Usage | undefined {
+/** Usage of a body or chunk, with the service tier it reports and its web search calls. */
+function usageIn(o: Obj, opts: CompatOptions, req: RequestInfo, mode: Mode): Usage | undefined {
   const norm = opts.normalise ?? openAIUsage;
   const candidates = [o.usage, obj(o.response)?.usage, opts.extraUsage?.(o)];
   for (const c of candidates) {
     const u = obj(c);
     const n = u && norm(u);
-    if (n) return n;
+    if (!n) continue;
+    const tier = serviceTier(o.service_tier ?? obj(o.response)?.service_tier);
+    if (tier !== undefined) n.serviceTier = tier;
+    const searches = webSearches(o, req, mode);
+    if (searches > 0) n.units = { ...n.units, web_searches: searches };
+    return n;
   }
   return undefined;
 }
@@ -85,6 +119,7 @@ class CompatAccumulator extends TextAccumulator {
   constructor(
     private readonly opts: CompatOptions,
     private readonly mode: Mode,
+    private readonly req: RequestInfo,
     private readonly requested: string | undefined,
   ) {
     super();
@@ -100,7 +135,7 @@ class CompatAccumulator extends TextAccumulator {
       const o = parse(data);
       if (o) {
         if (hasError(o, this.opts)) this.error = true;
-        const u = usageIn(o, this.opts);
+        const u = usageIn(o, this.opts, this.req, this.mode);
         if (u) {
           this.last = u;
           this.model = modelIn(o) ?? this.model;
@@ -143,10 +178,10 @@ export function openAICompatible(opts: CompatOptions): Provider {
       const o = obj(body);
       const model = (o && modelIn(o)) ?? bodyModel(req);
       if (!o) return usageResult(model, undefined);
-      return usageResult(model, usageIn(o, opts), isErrorBody(o) || opts.extraError?.(o) === true);
+      return usageResult(model, usageIn(o, opts, req, modeOf(req)), isErrorBody(o) || opts.extraError?.(o) === true);
     },
     streamAccumulator(req: RequestInfo): StreamAccumulator {
-      return new CompatAccumulator(opts, modeOf(req), bodyModel(req));
+      return new CompatAccumulator(opts, modeOf(req), req, bodyModel(req));
     },
   };
 }

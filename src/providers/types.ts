@@ -4,6 +4,24 @@ export const PROVIDER_SLUGS = [
 ] as const;
 export type ProviderSlug = (typeof PROVIDER_SLUGS)[number];
 
+/**
+ * Billed units beyond the token columns, named as @pydantic/genai-prices names them. Each is a
+ * part of a total above it (audio input tokens are part of inputTokens, cached audio part of
+ * both cachedInputTokens and input_audio_tokens, output audio part of outputTokens); requests
+ * to server-side tools are counts of calls.
+ */
+export const EXTRA_UNITS = [
+  'input_audio_tokens', 'cache_audio_read_tokens', 'input_image_tokens', 'cache_image_read_tokens',
+  'input_video_tokens', 'output_audio_tokens', 'output_image_tokens', 'output_video_tokens',
+  /** Web search tool calls: Anthropic `server_tool_use.web_search_requests`, OpenAI responses
+   *  `web_search_call` items, Gemini grounding `webSearchQueries`. */
+  'web_searches',
+  /** Anthropic `server_tool_use.web_fetch_requests` (no per-call price today: its tokens are billed). */
+  'web_fetches',
+] as const;
+export type ExtraUnit = (typeof EXTRA_UNITS)[number];
+export type UnitCounts = Partial<Record<ExtraUnit, number>>;
+
 /** Usage normalised across providers (DESIGN.md "Usage extraction"). */
 export interface Usage {
   /** ALL prompt tokens: uncached + cache reads + cache writes. */
@@ -17,6 +35,11 @@ export interface Usage {
   reasoningTokens: number;
   /** xAI reports its own cost in 1e-10 USD ticks: kept as a cross-check. */
   providerCostTicks?: bigint;
+  /** Further billed units, only those the response reported as non-zero. */
+  units?: UnitCounts;
+  /** The service tier the response says served the call, lower-case as the provider spells it
+   *  (`flex`, `priority`, `batch`, `default`, `standard`, `on_demand`, …). */
+  serviceTier?: string;
 }
 
 /** What the proxy knows of the request when it asks a provider for usage. */

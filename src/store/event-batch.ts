@@ -21,6 +21,7 @@ const COLUMNS: [name: string, type: string][] = [
   ['cache_write_tokens', 'int8'], ['reasoning_tokens', 'int8'], ['cost', 'numeric'],
   ['unpriced', 'bool'], ['price_version', 'text'], ['usage_source', 'text'], ['latency_ms', 'float8'],
   ['ttfb_ms', 'float8'], ['stream', 'bool'], ['tags', 'jsonb'], ['provider_cost_ticks', 'int8'],
+  ['units', 'jsonb'], ['service_tier', 'text'],
 ];
 const names = COLUMNS.map(([n]) => n).join(', ');
 
@@ -101,7 +102,7 @@ export function batchParams(events: readonly UsageEvent[]): unknown[][] {
       e.time, e.id, e.accountId, e.keyId, e.provider, e.model, e.requestedModel, e.status,
       e.inputTokens, e.outputTokens, e.cachedInputTokens, e.cacheWriteTokens, e.reasoningTokens, e.cost,
       e.unpriced, e.priceVersion, e.usageSource, e.latencyMs, e.ttfbMs, e.stream, JSON.stringify(e.tags ?? {}),
-      e.providerCostTicks,
+      e.providerCostTicks, e.units ? JSON.stringify(e.units) : null, e.serviceTier,
     ];
     for (let c = 0; c < row.length; c++) cols[c]![i] = row[c] ?? null;
   }

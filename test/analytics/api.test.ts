@@ -161,13 +161,13 @@ describeEachBackend('analytics API', (backend) => {
     const first = r.body.events[0];
     expect(Object.keys(first).sort()).toEqual([
       'cache_write_tokens', 'cached_input_tokens', 'cost', 'id', 'input_tokens', 'key_id', 'latency_ms', 'model',
-      'output_tokens', 'price_version', 'provider', 'reasoning_tokens', 'requested_model', 'status', 'stream', 'tags',
-      'time', 'ttfb_ms', 'usage_source',
+      'output_tokens', 'price_version', 'provider', 'reasoning_tokens', 'requested_model', 'service_tier', 'status', 'stream', 'tags',
+      'time', 'ttfb_ms', 'units', 'usage_source',
     ]);
     expect(first).toMatchObject({
       provider: 'openai', model: 'gpt-4o', status: '200', input_tokens: '9007199254740991', cost: '123456789012.30000001',
       usage_source: 'provider', latency_ms: '123.5', ttfb_ms: '45.25', stream: false, tags: { team: 'search', env: 'prod' },
-      price_version: 'genai-prices@0.1.8', requested_model: 'gpt-4o-mini',
+      price_version: 'genai-prices@0.1.8', requested_model: 'gpt-4o-mini', service_tier: null, units: {},
     });
     expect(r.text).toContain('"cost":123456789012.30000001,');
     expect(r.body.events[2]).toMatchObject({ status: '500', usage_source: 'none', cost: '0', tags: {} });

@@ -15,6 +15,8 @@ describe('formatPriceTable (meter pricing show)', () => {
       { class: 'cache_write', usd_per_mtok: '3.75', tiers: [{ above_input_tokens: 200000, usd_per_mtok: '7.5' }] },
       { class: 'cache_write_1h', usd_per_mtok: '6', tiers: [{ above_input_tokens: 200000, usd_per_mtok: '12' }] },
       { class: 'output', usd_per_mtok: '15', tiers: [{ above_input_tokens: 200000, usd_per_mtok: '22.5' }] },
+      // web search: $10 per thousand calls, never re-priced by the long-context tier
+      { class: 'web_search', usd_per_mtok: '10', per_calls: 1000, tiers: [] },
     ]);
     expect(text).toMatch(/cache write \(1h\)\s+6\s+12\n/);
     expect(text).toMatch(/> 200000 input tokens/);
@@ -35,10 +37,11 @@ describe('formatPriceTable (meter pricing show)', () => {
   it('shows discounted prices from a prices file', () => {
     const pricer = new Pricer({ pricesFile: tempFile('table.yaml', 'providers:\n  openai:\n    discount_pct: "12.5"\n') });
     const { json, text } = formatPriceTable(pricer, 'openai', 'gpt-4o', at);
-    // gpt-4o $2.50 / $1.25 / $10, 12.5% off: 2.1875 / 1.09375 / 8.75
+    // gpt-4o $2.50 / $1.25 / $10, web search $10 per 1K calls, 12.5% off: 2.1875 / 1.09375 / 8.75 / 8.75
     expect(json.discount_pct).toBe('12.5');
     expect(json.prices.map((p) => [p.class, p.usd_per_mtok])).toEqual([
       ['input', '2.1875'], ['cache_read', '1.09375'], ['cache_write', '2.1875'], ['cache_write_1h', '2.1875'], ['output', '8.75'],
+      ['web_search', '8.75'],
     ]);
     expect(json.price_version).toBe(pricer.priceVersion);
     expect(text).toContain('discount: 12.5%');

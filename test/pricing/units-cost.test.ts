@@ -1,0 +1,90 @@
+/**
+ * Every billed unit at its own price: each fixture's usage, as its provider's extractor reads it,
+ * priced exactly and worked out by hand from the catalogue's prices (genai-prices 0.1.8); and
+ * the same split of usage into units as the catalogue's own calculation, within its float error.
+ */
+import { describe, expect, it } from 'vitest';
+import { calcPrice } from '@pydantic/genai-prices';
+import { CATALOGUE_PROVIDER_ID, Pricer } from '../../src/pricing/index.js';
+import type { ProviderSlug, Usage } from '../../src/providers/types.js';
+import { loadFixtures, runStream } from '../providers/helpers.js';
+import { tempFile } from './helpers.js';
+
+const fixtures = loadFixtures();
+const AT = new Date('2026-11-24T12:00:00Z');
+
+function fixtureUsage(id: string): { slug: ProviderSlug; model: string; usage: Usage } {
+  const f = fixtures.find((x) => `${x.slug}/${x.file}` === id);
+  if (!f) throw new Error(`no fixture ${id}`);
+  const r = f.kind === 'json'
+    ? f.provider.usageFromJson(JSON.parse(f.bytes.toString('utf8')), f.expected.request)
+    : runStream(f.provider, f.expected.request, f.kind === 'ndjson' ? 'ndjson' : 'sse', [f.bytes]).acc.result();
+  return { slug: f.slug as ProviderSlug, model: r.model!, usage: r.usage! };
+}
+
+const pricer = new Pricer();
+const costOf = (id: string, p = pricer) => {
+  const { slug, model, usage } = fixtureUsage(id);
+  return p.cost({ provider: slug, model, usage, time: AT });
+};
+
+describe('every billed unit at its price, exactly', () => {
+  it.each([
+    // claude-sonnet-4-5 $3 in / $15 out, web search $10 per 1000: 6039×3 + 931×15 = 32082 µ$ + 1 search $0.01.
+    // The web fetch has no per-call price (its tokens are billed).
+    ['anthropic/message-web-search.json', '0.04208200', undefined],
+    // Priority is billed through a commitment: standard price. 10682×3 + 510×15 = 39696 µ$ + 2 searches $0.02.
+    ['anthropic/stream-web-search.sse', '0.05969600', undefined],
+    // claude-haiku-4-5 $1 / $0.10 read / $5, batch half price: (10×1 + 2048×0.1 + 12×5)/2 = 137.4 µ$.
+    ['anthropic/message-batch.json', '0.00013740', '0.5'],
+    // gpt-5 $1.25 / $10 at flex (half), 2 searches at the full $0.01:
+    // (9215×1.25 + 812×10)/2 = 9819.375 µ$ + 20000 µ$ = 0.029819375 → half-even at the 8th: …38.
+    ['openai/responses-web-search.json', '0.02981938', '0.5'],
+    // gpt-4.1 $2 / $0.50 cached / $8 at priority (1.75×: $3.50 / $0.875 / $14):
+    // (6388×2 + 1024×0.5 + 64×8) × 1.75 = 13800 × 1.75 = 24150 µ$ + 1 search $0.01.
+    ['openai/responses-web-search-stream.sse', '0.03415000', '1.75'],
+    // gpt-audio $2.50 text in, $32 audio in, $10 text out, $64 audio out:
+    // 32×2.5 + 1140×32 + 16×10 + 382×64 = 80 + 36480 + 160 + 24448 = 61168 µ$.
+    ['openai/chat-audio.json', '0.06116800', undefined],
+    // gpt-audio-mini $0.60 / $2.40 text, $20 audio out: 23×0.6 + 9×2.4 + 48×20 = 13.8 + 21.6 + 960 = 995.4 µ$.
+    ['openai/chat-stream-audio.sse', '0.00099540', undefined],
+    // gpt-image-1.5 $5 text in, $8 image in, $32 image out: 129×5 + 194×8 + 1056×32 = 645 + 1552 + 33792 µ$.
+    ['openai/images.json', '0.03598900', undefined],
+    // gemini-2.5-flash $0.30 in, $0.03 cache read, $1 audio in, $0.10 cached audio, $2.50 out; image
+    // tokens have no price of their own (billed as input); flex halves it:
+    // cached audio 3200×0.1 = 320; other audio 320×1 = 320; other input (4563 − 3200 − 320)×0.3 = 312.9;
+    // output 114×2.5 = 285 → 1237.9 µ$ / 2 = 618.95 µ$.
+    ['gemini/generate-multimodal.json', '0.00061895', '0.5'],
+    // gemini-2.5-flash-image $0.30 in, $2.50 text out, $30 image out: 12×0.3 + 7×2.5 + 1290×30 = 38721.1 µ$.
+    ['gemini/generate-image.json', '0.03872110', undefined],
+    // gemini-2.5-flash, grounding has no catalogue price: 322×0.3 + 127×2.5 = 414.1 µ$.
+    ['gemini/stream-grounding.sse', '0.00041410', undefined],
+    // grok-4 $3 / $0.75 cached / $15, no image price: 392×3 + 640×0.75 + 278×15 = 5826 µ$,
+    // which is also xAI's own figure (58260000 ticks of 1e-10 USD).
+    ['xai/chat-image.json', '0.00582600', undefined],
+  ])('%s costs %s', (id, cost, tier) => {
+    const r = costOf(id);
+    expect(r.cost).toBe(cost);
+    expect(r.unpriced).toBe(false);
+    expect(r.tierMultiplier).toBe(tier);
+  });
+
+  it('a prices file adds a grounding price to the catalogue model (its token prices stay)', () => {
+    const p = new Pricer({ pricesFile: tempFile('grounding.yaml', 'providers:\n  gemini:\n    models:\n      gemini-2.5-flash:\n        web_searches_kcount: 35\n') });
+    // 414.1 µ$ of tokens + 2 queries × $35/1000
+    expect(costOf('gemini/stream-grounding.sse', p).cost).toBe('0.07041410');
+  });
+
+  it('agrees with the catalogue’s own split of the same units (float totals, within 1e-8)', () => {
+    const ids = ['anthropic/message-web-search.json', 'openai/chat-audio.json', 'openai/chat-stream-audio.sse',
+      'openai/images.json', 'gemini/generate-image.json', 'xai/chat-image.json'];
+    for (const id of ids) {
+      const { slug, model, usage } = fixtureUsage(id);
+      const theirs = calcPrice({
+        input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, cache_read_tokens: usage.cachedInputTokens,
+        cache_write_tokens: usage.cacheWriteTokens, ...usage.units,
+      }, model, { providerId: CATALOGUE_PROVIDER_ID[slug], timestamp: AT })!;
+      expect(Math.abs(Number(costOf(id).cost) - theirs.total_price), id).toBeLessThanOrEqual(0.5e-8 + 1e-12);
+    }
+  });
+});
