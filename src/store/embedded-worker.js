@@ -7,8 +7,16 @@ import { PGlite } from '@electric-sql/pglite';
 const text = (value) => value;
 const parsers = { 20: text, 1700: text, 1082: text };
 
+// Small buffers: PGlite's defaults (shared_buffers 128 MB, wal_buffers 4 MB…) are what its
+// memory grows to under a steady write load; the operating system's page cache still serves
+// reads. PGlite's own start parameters come first (startParams replaces them).
+const startParams = [
+  ...PGlite.defaultStartParams,
+  '-c', 'shared_buffers=16MB', '-c', 'wal_buffers=1MB', '-c', 'temp_buffers=1MB',
+];
+
 const { dataDir } = workerData;
-const ready = PGlite.create(dataDir ? { dataDir, parsers } : { parsers });
+const ready = PGlite.create(dataDir ? { dataDir, parsers, startParams } : { parsers, startParams });
 
 parentPort.on('message', async (req) => {
   let reply;
