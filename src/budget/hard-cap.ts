@@ -110,6 +110,11 @@ export class HardCap implements SpendLedger {
     return out;
   }
 
+  /** SpendLedger: anything in flight or unseen on any account. */
+  active(): boolean {
+    return this.#ledgers.size > 0;
+  }
+
   /** SpendLedger: the re-read spend now in force holds these events: stop counting them here.
    *  Costs of months before `month` are dropped too (that spend no longer counts). */
   seen(ids: Iterable<string>, month: string): void {

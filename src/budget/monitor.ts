@@ -31,6 +31,8 @@ export interface BudgetSnapshot {
 export interface SpendLedger {
   /** Events whose cost is counted locally (id and event time: the key of usage_events). */
   unseenEvents(): { id: string; time: string }[];
+  /** false while the ledger holds nothing: no call in flight, no cost unseen. */
+  active(): boolean;
   /** Called in the same synchronous step as the new spend is installed. */
   seen(ids: Iterable<string>, month: string): void;
 }
@@ -126,7 +128,10 @@ export class BudgetMonitor implements Component {
    */
   private async readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
     const ledger = this.ledger;
-    if (!ledger) return { rows: await loadBudgetStates(this.db, window), seen: [] };
+    // Without a hard-capped account nothing can enter an empty ledger while the spend is read:
+    // one plain statement is exact then.
+    const capped = ledger && (ledger.active() || [...this.states.values()].some((s) => s.hardCap));
+    if (!capped) return { rows: await loadBudgetStates(this.db, window), seen: [] };
     return this.db.transaction(async (tx) => {
       await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
       const rows = await loadBudgetStates(tx, window);

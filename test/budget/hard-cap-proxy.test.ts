@@ -89,4 +89,22 @@ describe.skipIf(!postgresUrl)('the Pro hard cap on two sidecars', () => {
     // The 100% alert fires.
     await eventually(async () => (await db.query(`SELECT 1 FROM alert_levels_fired WHERE level = 100`)).length === 1, 5_000, '100% level fired');
   });
+
+  it('reserves a body too large to read whole at a token a byte plus the model window, so nothing else fits beside it', async () => {
+    // 5 MiB of body at a token a byte is $13.11 of gpt-4o input; with a $13 budget the big call
+    // is admitted (nothing spent) and, while it runs, holds the rest: a small call gets 402.
+    const { key, upstream, daemons: [daemon] } = await startFleet({
+      account: 'big', plan: 'pro', sidecars: 1, usage: { prompt: 100, completion: 400 }, delayMs: 600,
+      setup: (db) => setBudget(db, 'big', '13', true),
+    });
+    const client = openaiVia(daemon!, key);
+    const huge = 'x'.repeat(5 * 1024 * 1024);
+    const big = client.chat.completions.create({ model: 'gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: huge }] });
+    await eventually(async () => upstream.requests.length === 1, 10_000, 'the big call reached the provider');
+    const err = await call(client).then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(err?.status).toBe(402);
+    await big; // it ends costing $0.00425: the reservation is released
+    await expect(call(client)).resolves.toMatchObject({ usage: { prompt_tokens: 100 } });
+    expect(upstream.requests).toHaveLength(2);
+  });
 });
