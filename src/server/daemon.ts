@@ -10,6 +10,11 @@ import { sendError, sendJson } from './errors.js';
 
 /** The longest a shutdown waits for in-flight calls (long streams) before cutting them. */
 const DRAIN_LIMIT_MS = 30_000;
+/** The longest a shutdown waits for one component to stop (the event writer bounds its own
+ *  final write at 10 s), and for the store to close: a database that hangs instead of failing
+ *  must not hold the exit back past the orchestrator's grace period. */
+const STOP_LIMIT_MS = 12_000;
+const STORE_CLOSE_LIMIT_MS = 3_000;
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -160,16 +165,30 @@ export async function startDaemon(
         logger.info({ ms: Date.now() - t0 }, 'in-flight calls drained');
         for (const c of components.reverse()) {
           try {
-            await c.stop?.();
+            if (!(await settlesWithin(c.stop?.(), STOP_LIMIT_MS))) logger.warn({ afterMs: STOP_LIMIT_MS }, `${c.name} did not stop in time; going on`);
           } catch (err) {
             logger.error({ err: { message: (err as Error).message } }, `stopping ${c.name} failed`);
           }
         }
-        await store.close();
+        if (!(await settlesWithin(store.close().catch(() => {}), STORE_CLOSE_LIMIT_MS))) {
+          logger.warn({ afterMs: STORE_CLOSE_LIMIT_MS }, 'the store did not close in time; going on');
+        }
+        logger.info({ ms: Date.now() - t0 }, 'shutdown complete');
       })();
       return closing;
     },
   };
+}
+
+/** Whether `p` settled within `ms` (it rejects as it would); the timer never outlives it. */
+async function settlesWithin(p: Promise<unknown> | unknown, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([Promise.resolve(p).then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Whether the store answers (one short query per scrape), and what this daemon runs on. */

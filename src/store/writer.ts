@@ -36,6 +36,9 @@ export interface WriterStats extends SpoolStats {
   batches: number;
 }
 
+/** How long stop() tries when the database was already failing. */
+const OUTAGE_STOP_MS = 1_000;
+
 export const spoolDirOf = (dataDir: string) => join(dataDir, 'spool');
 
 /**
@@ -119,8 +122,14 @@ export class EventWriter implements EventSink, Component {
     if (this.stopping) return;
     this.stopping = true;
     clearInterval(this.timer);
-    const deadline = Date.now() + this.stopTimeout;
+    // A database already failing gets one more attempt, not the whole stop timeout: the events
+    // are safe in the spool, and the exit stays short for the orchestrator's grace period.
+    const deadline = Date.now() + (this.failures > 0 ? Math.min(this.stopTimeout, OUTAGE_STOP_MS) : this.stopTimeout);
     const left = () => deadline - Date.now();
+    if (this.failures > 0) {
+      this.retryAt = 0;
+      this.tick();
+    }
     for (;;) {
       if (this.shipping) await within(this.shipping, left());
       if (this.spool.stats().backlog === 0 || left() <= 0) break;

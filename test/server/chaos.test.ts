@@ -175,4 +175,18 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
     expect(logs.some((l) => l.msg === 'budget monitor: store reachable again')).toBe(true);
     expect((await fetch(`${daemon.url}/readyz`)).status).toBe(200);
   });
+
+  it('SIGTERM while the database is down: the daemon exits in about a second, the events stay in the spool', async () => {
+    await relay.down();
+    await load(50);
+    await eventually(async () => writer.stats().failures > 0, 10_000, 'a failed write');
+    const t0 = Date.now();
+    await daemon.close();
+    const ms = Date.now() - t0;
+    expect(ms).toBeLessThan(4_000); // one last attempt (1 s) and no stop waiting on the database
+    const kept = logs.find((l) => String(l.msg).includes('stay in the spool')) as { events?: number } | undefined;
+    expect(kept?.events).toBe(50);
+    await relay.up();
+  });
 });
+

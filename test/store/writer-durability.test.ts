@@ -141,4 +141,16 @@ describe.skipIf(!postgresUrl)('EventWriter durability, PostgreSQL behind a relay
     await second.stop();
     expect(readdirSync(spoolDir).filter((f) => f.startsWith('seg-'))).toEqual([]);
   });
+
+  it('stop while the database is already failing makes one last attempt, not the whole stop timeout', async () => {
+    await relay.down();
+    const w = writer({ stopTimeoutMs: 10_000 });
+    for (const e of makeEvents(50, 91)) w.push(e);
+    while (w.stats().failures === 0) await sleep(10);
+    const t = Date.now();
+    await w.stop();
+    expect(Date.now() - t).toBeLessThan(2_500);
+    await relay.up();
+  });
 });
+
