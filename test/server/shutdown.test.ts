@@ -35,20 +35,25 @@ describe('daemon shutdown', () => {
     await closed;
     expect(Date.now() - t0).toBeLessThan(3_000);
     expect(silent.destroyed || silent.readableEnded).toBe(true);
-  });
+  }, 60_000); // the embedded store starts slowly on a loaded machine
 
   it('under keep-alive load: calls answered while draining say Connection: close, no socket takes new calls, and the drain lasts as long as the longest call', async () => {
     const config = loadConfig({ METER_PORT: '0', METER_DATA_DIR: tempDir() });
     let draining = false;
     let receivedWhileDraining = 0;
     let slowArrivedAt = 0;
+    let workInFlight = 0;
     const daemon = await startDaemon(config, pino({ level: 'silent' }), [
       () => ({
         name: 'work',
         routes: {
           '/work': (_req, res) => {
             if (draining) receivedWhileDraining++;
-            setTimeout(() => res.end('ok'), 20);
+            workInFlight++;
+            setTimeout(() => {
+              workInFlight--;
+              res.end('ok');
+            }, 20);
           },
           '/slow': (_req, res) => {
             slowArrivedAt = Date.now();
@@ -77,7 +82,7 @@ describe('daemon shutdown', () => {
     const loops = Array.from({ length: 8 }, loop);
     while (answered.length < 200) await new Promise((r) => setTimeout(r, 10));
     const slow = request(`${daemon.url}/slow`, { dispatcher: new Agent() }).then((r) => r.body.text());
-    while (!slowArrivedAt) await new Promise((r) => setTimeout(r, 5));
+    while (!slowArrivedAt || workInFlight === 0) await new Promise((r) => setTimeout(r, 1));
 
     t0 = Date.now();
     draining = true;

@@ -176,6 +176,6 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
     expect(window, `${lost.length} of ${ids.length} answered calls lost, the oldest ${window} ms before the kill`).toBeLessThanOrEqual(flushMs + 150);
     expect(stored.size + lost.length).toBe(ids.length);
     expect(await second.stop('SIGTERM')).toBe(0);
-  });
+  }, 90_000);
 });
 
