@@ -9,6 +9,7 @@ import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
 import { registerConfig } from './commands/config.js';
+import { registerTop } from './commands/top.js';
 import { exitCodeOf, oneLineErrors } from './usage.js';
 
 const program = new Command('meter')
@@ -25,6 +26,7 @@ registerKeys(program);
 registerBudget(program);
 registerAlerts(program);
 registerConfig(program);
+registerTop(program);
 oneLineErrors(program);
 
 try {

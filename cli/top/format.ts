@@ -1,0 +1,63 @@
+/** Text for the frame: money rounded half-even from exact decimals, counts, durations, bars. */
+import { toUnits } from '../../src/budget/money.js';
+import { divRoundHalfEven } from '../../src/pricing/decimal.js';
+
+const group = (digits: string) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+
+/** "$1,234.57" from exact decimal text, `decimals` places, half-even. */
+export function usd(decimal: string, decimals = 2): string {
+  const units = toUnits(decimal);
+  const scaled = divRoundHalfEven(units, 10n ** BigInt(8 - decimals));
+  const digits = scaled.toString().padStart(decimals + 1, '0');
+  const int = group(digits.slice(0, digits.length - decimals));
+  return decimals === 0 ? `$${int}` : `$${int}.${digits.slice(-decimals)}`;
+}
+
+/** Totals: cents, or 4 places under a dollar so small spend is not shown as $0.00. */
+export const usdTotal = (decimal: string) => usd(decimal, toUnits(decimal) < 100_000_000n ? 4 : 2);
+
+export const count = (n: string | number) => group(String(n));
+
+export function ms(v: number | null): string {
+  if (v === null) return '-';
+  if (v < 1000) return `${Math.round(v)}ms`;
+  return v < 60_000 ? `${(v / 1000).toFixed(1)}s` : `${Math.round(v / 1000)}s`;
+}
+
+export const pct = (v: number | null) => (v === null ? '-' : `${v}%`);
+
+/** Exactly `width` characters: padded, or cut with an ellipsis. */
+export function fit(text: string, width: number, align: 'left' | 'right' = 'left'): string {
+  if (width <= 0) return '';
+  if (text.length > width) return width === 1 ? '…' : `${text.slice(0, width - 1)}…`;
+  return align === 'left' ? text.padEnd(width) : text.padStart(width);
+}
+
+const SPARKS = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/** One character per value, scaled to the largest; blank for zero. */
+export function sparkline(values: readonly string[]): string {
+  const units = values.map(toUnits);
+  const max = units.reduce((a, b) => (b > a ? b : a), 0n);
+  if (max === 0n) return ' '.repeat(values.length);
+  return units.map((u) => (u === 0n ? ' ' : SPARKS[Number((u * 8n + max - 1n) / max) - 1]!)).join('');
+}
+
+/**
+ * The budget bar: `width` cells filled in proportion to spend / budget (capped at full), with
+ * marks at 50% and 80%; 100% is the bar's end. Returns the filled and the empty part.
+ */
+export function budgetBar(spend: string, budget: string, width: number): { filled: string; empty: string } {
+  const s = toUnits(spend);
+  const b = toUnits(budget);
+  const cells = Number(s >= b ? BigInt(width) : (s * BigInt(width)) / b);
+  const marks = new Set([Math.round(width * 0.5), Math.round(width * 0.8)]);
+  const cell = (i: number, on: boolean) => (marks.has(i) ? '│' : on ? '█' : '░');
+  let filled = '';
+  let empty = '';
+  for (let i = 0; i < width; i++) {
+    if (i < cells) filled += cell(i, true);
+    else empty += cell(i, false);
+  }
+  return { filled, empty };
+}
