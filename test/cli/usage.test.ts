@@ -13,7 +13,7 @@ const COMMANDS = [
   ['accounts'], ['accounts', 'create'], ['accounts', 'list'], ['accounts', 'set-plan'],
   ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke'], ['keys', 'rotate'],
   ['budget'], ['budget', 'set'], ['budget', 'show'], ['budget', 'clear'],
-  ['alerts'], ['alerts', 'add'], ['alerts', 'list'], ['alerts', 'remove'], ['alerts', 'test'], ['config'],
+  ['alerts'], ['alerts', 'add'], ['alerts', 'list'], ['alerts', 'remove'], ['alerts', 'test'], ['config'], ['top'],
 ];
 
 /** The top-level commands, in the order `meter --help` lists them. */
