@@ -106,4 +106,12 @@ describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a cl
     await relay.up();
     await works();
   });
+
+  it('an unknown host fails the call with a clear error, and nothing else happens', async () => {
+    const nowhere = openPostgres('postgres://root@meter-no-such-host.invalid:5432/test', { max: 1 });
+    await expect(nowhere.transaction((tx) => tx.query('SELECT 1'))).rejects.toThrow(/ENOTFOUND|EAI_AGAIN|getaddrinfo/);
+    expect(await nowhere.ping()).toBe(false);
+    await nowhere.close();
+  });
 });
+
