@@ -47,6 +47,8 @@ const envSchema = z.object({
     .pipe(z.array(z.string().max(128, 'model names of at most 128 characters')).min(1, 'a comma-separated list of model names')
       .max(100, 'at most 100 model names (each one is a label value on every call metric)'))
     .optional(),
+  METER_STORE: z.enum(['postgres', 'timescale']).optional(),
+  METER_DB_POOL_MAX: int(1, 1000).optional(),
   ...Object.fromEntries(PROVIDER_SLUGS.map((s) => [upstreamVar(s), url(['http:', 'https:']).optional()])),
 });
 
@@ -70,6 +72,10 @@ export interface Config {
   metricsPort: number | undefined;
   /** Models that get their own `model` label on the call, token and cost metrics (the rest: `other`). */
   metricsModels: readonly string[];
+  /** Forces the mode of a new PostgreSQL database (METER_STORE); undefined: chosen from the database. */
+  store: 'postgres' | 'timescale' | undefined;
+  /** Connections per sidecar (METER_DB_POOL_MAX). */
+  dbPoolMax: number;
   /** Base address override per provider (origin + base path), from METER_UPSTREAM_<SLUG>. */
   upstreams: Partial<Record<ProviderSlug, string>>;
 }
@@ -92,6 +98,7 @@ export const DEFAULTS: Readonly<Record<string, string>> = {
   METER_CONNECT_TIMEOUT_MS: '10000',
   METER_IDLE_TIMEOUT_MS: '300000',
   METER_KEY_REFRESH_MS: '2000',
+  METER_DB_POOL_MAX: '10',
 };
 
 /** METER_* names that are not daemon settings but are read elsewhere (an application's own
@@ -206,6 +213,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     keyRefreshMs: (e.METER_KEY_REFRESH_MS as number | undefined) ?? 2_000,
     metricsPort: e.METER_METRICS_PORT as number | undefined,
     metricsModels: Object.freeze((parsed.data.METER_METRICS_MODELS as string[] | undefined) ?? []),
+    store: e.METER_STORE as Config['store'],
+    dbPoolMax: (e.METER_DB_POOL_MAX as number | undefined) ?? 10,
     upstreams: Object.freeze(upstreams),
   });
 }

@@ -19,13 +19,15 @@ export interface AnalyticsOptions {
   authenticator: Authenticator;
   /** The clock that decides "today" and "this month" (UTC); tests pin it. */
   now?: () => Date;
+  /** Hide raw events older than the account's plan retention (TimescaleDB mode). */
+  retentionVisibility?: boolean;
   /** Which endpoints each plan includes; by default read from the plans table (cached). */
   planGate?: PlanGate;
 }
 
 type Run = (principal: Principal, search: URLSearchParams) => Promise<ParamResult<JsonValue>>;
 
-export function createAnalytics({ store, authenticator, now = () => new Date(), planGate }: AnalyticsOptions): Component {
+export function createAnalytics({ store, authenticator, now = () => new Date(), planGate, retentionVisibility }: AnalyticsOptions): Component {
   const gate = planGate ?? createPlanGate(store);
 
   /** Validates the query string, then runs the endpoint's query for the caller's account. */
@@ -37,7 +39,7 @@ export function createAnalytics({ store, authenticator, now = () => new Date(), 
     summary: (who, q) => withParams(parseParams(summaryParams, q), () => summary(store, who.accountId, now())),
     'by-tag': (who, q) =>
       withParams(parseParams(byTagParams, q), (p) => byTag(store, who.accountId, now(), p.key, p.period)),
-    events: (who, q) => withParams(parseParams(eventsParams, q), (p) => listEvents(store, who.accountId, p)),
+    events: (who, q) => withParams(parseParams(eventsParams, q), (p) => listEvents(store, who.accountId, p, { retentionVisibility, now: now() })),
   };
   const routeList = Object.keys(endpoints).map((e) => `/analytics/${e}`).join(', ');
 

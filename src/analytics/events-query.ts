@@ -41,7 +41,17 @@ const COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:M
   reasoning_tokens, cost::text AS cost, usage_source, latency_ms, ttfb_ms, stream, tags, key_id,
   requested_model, price_version, service_tier, units`;
 
-export async function listEvents(db: Queryable, accountId: string, p: EventsParams): Promise<JsonValue> {
+/** Per-plan raw retention as a visibility limit (TimescaleDB mode, where raw chunks are kept
+ *  for the longest plan's retention): nothing older than the account's plan keeps, unless the
+ *  plan changed more recently than that (as retention spares a fresh downgrade in plain mode). */
+const visibleSince = (now: string, account: string) => `time >= (
+  SELECT CASE WHEN a.plan_changed_at <= ${now}::timestamptz - p.raw_retention_days * interval '1 day'
+    THEN ${now}::timestamptz - p.raw_retention_days * interval '1 day' ELSE '-infinity' END
+  FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = ${account})`;
+
+export async function listEvents(
+  db: Queryable, accountId: string, p: EventsParams, opts: { retentionVisibility?: boolean; now?: Date } = {},
+): Promise<JsonValue> {
   const strategy = p.tag
     ? await chooseTagStrategy(db, accountId, p.tag, { fromDay: p.from && utcDayOf(p.from), toDay: dayOfUpperBound(p) }, p.limit)
     : undefined;
@@ -58,6 +68,7 @@ export async function listEvents(db: Queryable, accountId: string, p: EventsPara
     where.push(`account_id = ${arg(accountId)}`);
     if (p.tag) where.push(`tags @> ${arg(JSON.stringify({ [p.tag.key]: p.tag.value }))}::jsonb`);
   }
+  if (opts.retentionVisibility) where.push(visibleSince(arg((opts.now ?? new Date()).toISOString()), `${arg(accountId)}::uuid`));
   if (p.provider) where.push(`provider = ${arg(p.provider)}`);
   if (p.model) where.push(`model = ${arg(p.model)}`);
   if (p.from) where.push(`time >= ${arg(p.from)}::timestamptz`);

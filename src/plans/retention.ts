@@ -1,10 +1,13 @@
 import type { Logger } from '../log.js';
 import type { Db, Queryable } from '../store/types.js';
+import { timescaleRetention, type TimescaleRetentionResult } from '../store/timescale/maintenance.js';
 import { loadPlans } from './plans.js';
 
 export interface RetentionResult {
   rawEvents: number;
   rollupRows: number;
+  /** TimescaleDB mode: what the chunk-level retention did instead of row DELETEs. */
+  timescale?: TimescaleRetentionResult;
 }
 
 const DAY = 86_400_000;
@@ -19,6 +22,19 @@ const DAY = 86_400_000;
 export async function runRetention(db: Db, opts: { batch?: number; now?: number; logger?: Logger } = {}): Promise<RetentionResult | undefined> {
   const batch = opts.batch ?? 5_000;
   const now = opts.now ?? Date.now();
+  if (db.kind === 'timescale') {
+    // Per-account DELETEs would make a later refresh wipe those accounts' days from the
+    // aggregates: chunks are dropped at the longest plan's retention instead, and each plan's
+    // own retention is a visibility limit in queries (src/store/timescale/maintenance.ts).
+    return db.tryAdvisoryLock('meter.retention', async (conn) => {
+      const timescale = await timescaleRetention(conn, now);
+      const result = { rawEvents: 0, rollupRows: timescale.carriedRows, timescale };
+      if (timescale.droppedChunks || timescale.compressedChunks || timescale.droppedAggregateChunks || timescale.carriedRows) {
+        opts.logger?.info(result, 'retention dropped and compressed expired chunks');
+      }
+      return result;
+    });
+  }
   return db.tryAdvisoryLock('meter.retention', async (conn) => {
     const result: RetentionResult = { rawEvents: 0, rollupRows: 0 };
     for (const plan of (await loadPlans(conn)).values()) {

@@ -4,6 +4,7 @@ import { createBudgetMonitor, hardCapFor } from '../budget/index.js';
 import { meteringComponent, meteringFor } from '../metering/index.js';
 import { plansFor } from '../plans/index.js';
 import { proxyComponent } from '../proxy/component.js';
+import { aggregateRefresher } from '../store/timescale/refresher.js';
 import type { ComponentFactory } from './daemon.js';
 
 /** Every feature of the daemon, in start order (stopped in reverse). */
@@ -20,5 +21,7 @@ export const components: ComponentFactory[] = [
     hardCap: (ctx) => hardCapFor(ctx, meteringFor(ctx)),
   }),
   analyticsComponent,
+  // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
+  ({ store, logger }) => aggregateRefresher({ store, logger }),
   (ctx) => createAlertDeliverer(ctx),
 ];

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
 import { DaemonMetrics } from '../metrics/registry.js';
-import { openStore, type Store } from '../store/index.js';
+import { describeStore, openStore, type Store } from '../store/index.js';
 import { createAdminApi } from './admin.js';
 import { sendError, sendJson } from './errors.js';
 
@@ -53,7 +53,9 @@ export async function startDaemon(
   logger: Logger,
   factories: ComponentFactory[] = [],
 ): Promise<Daemon> {
-  const store = await openStore(config);
+  const store = await openStore(config, logger);
+  // The mode and the server's versions, once: which storage this sidecar really runs on.
+  logger.info(await describeStore(store).catch(() => ({ store: store.kind })), `store: ${store.kind}`);
   const metrics = new DaemonMetrics();
   registerDaemonMetrics(metrics, store);
   const ctx: DaemonContext = { config, logger, store, metrics };

@@ -1,9 +1,11 @@
 import { maskUrl, type Config } from '../config.js';
+import type { Logger } from '../log.js';
 import { openEmbedded } from './embedded.js';
 import { StoreLockedError } from './lockfile.js';
 import { migrate } from './migrate.js';
 import { openPostgres } from './postgres.js';
 import { openRemote } from './remote.js';
+import { chooseMode, describeServer, inTimescaleMode } from './timescale/mode.js';
 import type { Db } from './types.js';
 
 export type { Db, Queryable, StoreKind } from './types.js';
@@ -14,11 +16,20 @@ export type Store = Db & {
   setAdmin?(url: string, token: string): void;
 };
 
-/** PostgreSQL when DATABASE_URL is set, else the embedded store in METER_DATA_DIR.
- *  Pending migrations are applied before the store is handed out. */
-export async function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Store> {
-  const db: Store = config.databaseUrl ? openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
+export type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'store' | 'dbPoolMax'>>;
+
+/** PostgreSQL (plain or TimescaleDB mode, chosen from the database) when DATABASE_URL is set,
+ *  else the embedded store in METER_DATA_DIR. Pending migrations are applied before the store
+ *  is handed out. */
+export async function openStore(config: StoreConfig, logger?: Logger): Promise<Store> {
+  let db: Store = config.databaseUrl
+    ? openPostgres(config.databaseUrl, { max: config.dbPoolMax })
+    : await openEmbedded(config.dataDir);
   try {
+    if (db.kind === 'postgres') {
+      const mode = await chooseMode(db, { store: config.store, logger });
+      if (mode === 'timescale') db = inTimescaleMode(db);
+    }
     await migrate(db);
   } catch (err) {
     await db.close();
@@ -40,9 +51,16 @@ export function withDatabaseName(err: Error, url: string): Error {
   return named;
 }
 
+/** What `meter start` logs about its store: the mode and the server's versions. */
+export async function describeStore(db: Store): Promise<Record<string, string>> {
+  if (db.kind === 'embedded') return { store: 'embedded' };
+  const { postgresql, timescaledb } = await describeServer(db);
+  return { store: db.kind, postgresql, ...(timescaledb ? { timescaledb } : {}) };
+}
+
 /** For CLI commands: like openStore, but when a live daemon holds the embedded store, its
  *  admin API is used instead (that daemon has applied the migrations). */
-export async function openStoreForCli(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Store> {
+export async function openStoreForCli(config: StoreConfig): Promise<Store> {
   try {
     return await openStore(config);
   } catch (err) {

@@ -1,52 +1,103 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sqlDir } from '../paths.js';
-import type { Db } from './types.js';
+import type { Db, Queryable, StoreKind } from './types.js';
+
+export type Variant = 'plain' | 'timescale';
 
 export interface Migration {
   version: number;
   name: string;
+  /** Which mode the file is for; undefined: every mode. */
+  variant?: Variant;
   sql: string;
 }
 
-/** Numbered plain SQL files: `001_init.sql`, `002_…`. A name ending `.plain.sql` applies only
- *  where rollups are tables the writer maintains (postgres, embedded); `.timescale.sql` only on
- *  TimescaleDB, where the same version builds continuous aggregates instead. */
-export function loadMigrations(dir = sqlDir, kind?: Db['kind']): Migration[] {
+/** The migration that turns the base schema into TimescaleDB mode (sql/020_timescale.timescale.sql).
+ *  Versions below it are the base every database starts from, `.plain.sql` ones included. */
+export const TIMESCALE_VERSION = 20;
+
+export const variantOf = (kind: StoreKind): Variant => (kind === 'timescale' ? 'timescale' : 'plain');
+
+/** Numbered SQL files: `001_init.sql`, `002_…`. A name ending `.plain.sql` applies where
+ *  rollups are tables the writer maintains (postgres, embedded), `.timescale.sql` only in
+ *  TimescaleDB mode. A TimescaleDB database is built from the base schema (below
+ *  TIMESCALE_VERSION, plain rollups included) and converted by TIMESCALE_VERSION. */
+export function loadMigrations(dir = sqlDir, kind?: StoreKind): Migration[] {
   const seen = new Map<number, string>();
+  const want = kind && variantOf(kind);
   return readdirSync(dir)
     .map((file) => /^(\d+)_([\w-]+?)(?:\.(plain|timescale))?\.sql$/.exec(file))
     .filter((m): m is RegExpExecArray => m !== null)
-    .filter((m) => !m[3] || !kind || m[3] === (kind === 'timescale' ? 'timescale' : 'plain'))
+    .filter((m) => !m[3] || !want || m[3] === want || (m[3] === 'plain' && Number(m[1]) < TIMESCALE_VERSION))
     .map((m) => {
       const version = Number(m[1]);
       const other = seen.get(version);
       if (other) throw new Error(`migrations ${other} and ${m[0]} share version ${version}`);
       seen.set(version, m[0]);
-      return { version, name: m[2]!, sql: readFileSync(join(dir, m[0]), 'utf8') };
+      return { version, name: m[2]!, variant: m[3] as Variant | undefined, sql: readFileSync(join(dir, m[0]), 'utf8') };
     })
     .sort((a, b) => a.version - b.version);
 }
 
-/** Applies pending migrations in order, each in its own transaction, under an advisory lock so
- *  two daemons starting together against one database do not race. Returns what it applied. */
-export async function migrate(db: Db, migrations = loadMigrations(sqlDir, db.kind)): Promise<Migration[]> {
+/** The mode the schema is in: `usage_daily` is a table in plain mode and a continuous aggregate
+ *  (a view) in TimescaleDB mode; undefined for a database without meter's schema yet. */
+export async function schemaMode(db: Queryable): Promise<Variant | undefined> {
+  const [row] = await db.query<{ relkind: string | null }>(
+    `SELECT (SELECT relkind FROM pg_class WHERE oid = to_regclass('usage_daily'))::text AS relkind`,
+  );
+  if (!row?.relkind) return undefined;
+  return row.relkind === 'v' ? 'timescale' : 'plain';
+}
+
+export class MigrationModeError extends Error {
+  override name = 'MigrationModeError';
+}
+
+/**
+ * Applies pending migrations in order, each in its own transaction, under an advisory lock so
+ * two daemons starting together against one database do not race. Returns what it applied.
+ * Every row of schema_migrations records which variant of its file was applied: a database is
+ * never migrated with the other mode's files (a plain database stays plain until `convert`,
+ * which `meter migrate --to-timescale` and a new TimescaleDB database pass).
+ */
+export async function migrate(
+  db: Db,
+  migrations = loadMigrations(sqlDir, db.kind),
+  opts: { convert?: boolean } = {},
+): Promise<Migration[]> {
   return db.withAdvisoryLock('meter.migrate', async (conn) => {
     await conn.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY,
       name text NOT NULL,
       applied_at timestamptz NOT NULL DEFAULT now()
-    )`);
-    const done = new Set(
-      (await conn.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version),
     );
+    ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS variant text`);
+    const want = variantOf(db.kind);
+    const mode = await schemaMode(conn);
+    if (mode && mode !== want && !(opts.convert && mode === 'plain' && want === 'timescale')) {
+      throw new MigrationModeError(mode === 'plain'
+        ? 'this database is in plain PostgreSQL mode (usage_daily is a table): `meter migrate --to-timescale` converts it'
+        : 'this database is in TimescaleDB mode (usage_daily is a continuous aggregate) and cannot be migrated as plain PostgreSQL');
+    }
+    const done = new Map((await conn.query<{ version: number; variant: string | null }>(
+      'SELECT version, variant FROM schema_migrations',
+    )).map((r) => [r.version, r.variant]));
     const applied: Migration[] = [];
     for (const m of migrations) {
-      if (done.has(m.version)) continue;
+      if (done.has(m.version)) {
+        // Rows written before variants were recorded are plain: only plain files existed then.
+        const recorded = done.get(m.version) ?? (m.variant ? 'plain' : null);
+        if ((m.variant ?? null) !== recorded) {
+          throw new MigrationModeError(`migration ${m.version}_${m.name} was applied for ${recorded ?? 'every'} mode, `
+            + `and this database is being migrated as ${want}: refusing to mix the modes' schemas`);
+        }
+        continue;
+      }
       await conn.exec('BEGIN');
       try {
         await conn.exec(m.sql);
-        await conn.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+        await conn.query('INSERT INTO schema_migrations (version, name, variant) VALUES ($1, $2, $3)', [m.version, m.name, m.variant ?? null]);
         await conn.exec('COMMIT');
       } catch (err) {
         await conn.exec('ROLLBACK').catch(() => {});

@@ -3,9 +3,11 @@ import pg from 'pg';
 import { describe } from 'vitest';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { migrate } from '../../src/store/migrate.js';
+import { openStore } from '../../src/store/index.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import { atFileEnd, dropAtFileEnd, tempDirAtFileEnd } from './cleanup.js';
+import { timescaleDatabase } from './timescale.js';
 
 /**
  * PostgreSQL for tests. CI sets METER_TEST_DATABASE_URL and a missing server fails the run;
@@ -52,7 +54,7 @@ export async function createTestDatabase(): Promise<string> {
 export const tempDir = tempDirAtFileEnd;
 
 export interface Backend {
-  name: 'postgres' | 'embedded';
+  name: 'postgres' | 'embedded' | 'timescale';
   /** Opens a fresh, migrated store of this back-end, closed when the test file ends. */
   open(): Promise<Db>;
   /** Store configuration for a daemon or CLI process using a fresh store. */
@@ -86,10 +88,26 @@ export const backends: Backend[] = [
   },
 ];
 
+/** TimescaleDB mode on the test engine (test/helpers/timescale.ts), through the daemon's own
+ *  path: openStore chooses the mode from the database, with a pool of one connection. Opt-in
+ *  per suite (the WASM engine is slow to start): describeEachBackend(…, { timescale: true }). */
+export const timescaleBackend: Backend = {
+  name: 'timescale',
+  async open() {
+    const db = await openStore({ databaseUrl: await timescaleDatabase(), dataDir: tempDir(), dbPoolMax: 1 });
+    atFileEnd(() => db.close());
+    if (db.kind !== 'timescale') throw new Error(`the TimescaleDB test engine opened in ${db.kind} mode`);
+    return db;
+  },
+  async config() {
+    return { databaseUrl: await timescaleDatabase(), dataDir: tempDir() };
+  },
+};
+
 /** Runs the same suite against every back-end; PostgreSQL's is skipped (and says so) only
  *  locally when no server answers. */
-export function describeEachBackend(title: string, suite: (backend: Backend) => void): void {
-  for (const backend of backends) {
+export function describeEachBackend(title: string, suite: (backend: Backend) => void, opts: { timescale?: boolean } = {}): void {
+  for (const backend of opts.timescale ? [...backends, timescaleBackend] : backends) {
     const skip = backend.name === 'postgres' && !postgresUrl;
     describe.skipIf(skip)(`${title} [${backend.name}]`, () => suite(backend));
   }

@@ -59,7 +59,7 @@ describeEachBackend('store', (backend) => {
   it('answers ping while open and not after close', async () => {
     expect(await db.ping()).toBe(true);
   });
-});
+}, { timescale: true });
 
 describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
   it('two daemons migrating one database together do not race', async () => {
