@@ -50,7 +50,7 @@ describeEachBackend('retention', (backend) => {
     // A month-old day survives in the rollups though its raw events are gone; 14 months does not.
     expect(await db.query(`SELECT day FROM usage_daily WHERE account_id = $1`, [free])).toEqual([{ day: day(30) }]);
     expect(await runRetention(db, { batch: 2, now })).toEqual({ rawEvents: 0, rollupRows: 0 });
-  });
+  }, 120_000); // opens the embedded store: a WASM start, slow on a loaded machine
 
   it('a plan change sets plan_changed_at', async () => {
     const id = await account('changer', 'pro', 100);
