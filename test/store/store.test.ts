@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { lockPath, readLock, StoreLockedError } from '../../src/store/lockfile.js';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
@@ -9,8 +9,12 @@ import { createTestDatabase, describeEachBackend, postgresUrl, tempDir } from '.
 
 describeEachBackend('store', (backend) => {
   let db: Db;
-  it('applies every migration once, and a second run is a no-op', async () => {
+  // Opening starts PGlite (embedded) or the TimescaleDB engine: WASM, slow on a loaded machine.
+  beforeAll(async () => {
     db = await backend.open();
+  }, 120_000);
+
+  it('applies every migration once, and a second run is a no-op', async () => {
     const versions = (await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version'))
       .map((r) => r.version);
     expect(versions).toEqual(loadMigrations(undefined, db.kind).map((m) => m.version));
