@@ -7,9 +7,14 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { listEvents } from '../../src/analytics/events-query.js';
+import { createAccount } from '../../src/auth/accounts.js';
+import { createKey } from '../../src/auth/keys.js';
+import { loadConfig } from '../../src/config.js';
 import { byTag, daily, summary } from '../../src/analytics/rollup-queries.js';
 import type { UsageEvent } from '../../src/metering/event.js';
 import { runRetention } from '../../src/plans/retention.js';
+import { components } from '../../src/server/components.js';
+import { startDaemon } from '../../src/server/daemon.js';
 import { insertBatch, TAG_VALUES_PER_KEY_DAY } from '../../src/store/event-batch.js';
 import { openStore } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -20,6 +25,7 @@ import type { Db } from '../../src/store/types.js';
 import { makeEvent } from '../analytics/helpers/seed.js';
 import { atFileEnd } from '../helpers/cleanup.js';
 import { runCli } from '../helpers/cli.js';
+import { startFakeUpstream } from '../helpers/upstreams.js';
 import { createTestDatabase, postgresUrl, tempDir, timescaleBackend } from '../helpers/stores.js';
 import { closeOnEngine, openOnEngine, timescaleDatabase } from '../helpers/timescale.js';
 
@@ -221,4 +227,43 @@ describe('choosing and converting the mode', () => {
     expect(await ts.query(`SELECT version, variant FROM schema_migrations WHERE variant IS NOT NULL ORDER BY version`))
       .toEqual([{ version: 2, variant: 'plain' }, { version: 20, variant: 'timescale' }]);
   }, 180_000);
+});
+
+describe('the daemon on TimescaleDB', () => {
+  it('runs through DATABASE_URL with a pool of one: logs its mode and versions, meters a call, answers analytics at once', async () => {
+    const upstream = await startFakeUpstream();
+    upstream.respond((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({
+        id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini-2024-07-18',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 },
+      }));
+    });
+    const config = loadConfig({
+      DATABASE_URL: await timescaleDatabase(), METER_DB_POOL_MAX: '1', METER_PORT: '0', METER_DATA_DIR: tempDir(),
+      METER_FLUSH_INTERVAL_MS: '20', METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
+    });
+    const lines: string[] = [];
+    const daemon = await startDaemon(config, pino({ level: 'info' }, { write: (l: string) => lines.push(l) }), components);
+    try {
+      const started = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'store: timescale');
+      expect(started).toMatchObject({ store: 'timescale', postgresql: '17.5', timescaledb: expect.stringMatching(/^2\.2[3-9]/) });
+      await createAccount(daemon.store, 'ts-e2e', 'pro');
+      const { key } = await createKey(daemon.store, 'ts-e2e');
+      const call = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
+        method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-metering-tags': 'team=ts' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] }),
+      });
+      expect(call.status).toBe(200);
+      await call.text();
+      const summary = async () => (await (await fetch(`${daemon.url}/analytics/summary`, { headers: { authorization: `Bearer ${key}` } })).json()) as { requests: number; spend: number };
+      await expect.poll(async () => (await summary()).requests, { timeout: 20_000, interval: 50 }).toBe(1);
+      expect((await summary()).spend).toBeGreaterThan(0);
+      const byTag = await (await fetch(`${daemon.url}/analytics/by-tag?key=team&period=month`, { headers: { authorization: `Bearer ${key}` } })).json();
+      expect(byTag).toMatchObject({ groups: [{ value: 'ts', requests: 1 }] });
+    } finally {
+      await daemon.close();
+    }
+  }, 120_000);
 });
