@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { loadConfig, type ConfigFlags } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import { components } from '../../src/server/components.js';
-import { startDaemon } from '../../src/server/daemon.js';
+import { startDaemon, type Daemon } from '../../src/server/daemon.js';
+import { StartAborted } from '../../src/store/wait.js';
 import { preflight } from '../preflight.js';
 
 export function registerStart(program: Command): void {
@@ -22,26 +23,51 @@ export function registerStart(program: Command): void {
       };
       const config = loadConfig(process.env, flags);
       const logger = createLogger(config.logLevel);
+      // Signals are handled from the first moment (as PID 1 in a container, a signal without a
+      // handler is ignored): a stop while waiting for the database or migrating ends the start.
+      const stopRequested = onFirstStopSignal(logger);
+      const abort = new AbortController();
+      void stopRequested.then(() => abort.abort());
       await preflight(config, logger, opts.port ? '--port' : process.env.METER_PORT ? 'METER_PORT' : 'the default port');
-      const daemon = await startDaemon(config, logger, components);
+      let daemon: Daemon;
+      try {
+        daemon = await startDaemon(config, logger, components, { signal: abort.signal });
+      } catch (err) {
+        if (!(err instanceof StartAborted)) throw err;
+        logger.info('stopped before the daemon started');
+        logger.flush();
+        return;
+      }
       process.stdout.write(`meter listening on ${daemon.url}\n`);
       logger.info({ url: daemon.url, store: daemon.store.kind }, 'meter started');
 
-      await new Promise<void>((resolve) => {
-        const stop = (signal: NodeJS.Signals) => {
-          logger.info({ signal }, 'draining in-flight calls and queued events');
-          // A second signal while draining means "now".
-          process.once(signal, () => process.exit(1));
-          daemon.close().then(resolve, (err: Error) => {
-            logger.error({ err: { message: err.message } }, 'shutdown failed');
-            process.exitCode = 1;
-            resolve();
-          });
-        };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
+      const signal = await stopRequested;
+      logger.info({ signal }, 'draining in-flight calls and queued events');
+      try {
+        await daemon.close();
+      } catch (err) {
+        logger.error({ err: { message: (err as Error).message } }, 'shutdown failed');
+        process.exitCode = 1;
+      }
       logger.info('meter stopped');
       logger.flush();
     });
+}
+
+/** Resolves with the first SIGINT or SIGTERM; a second one (either) means "now": exit 1. */
+function onFirstStopSignal(logger: Logger): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let received = false;
+    const handler = (signal: NodeJS.Signals) => {
+      if (received) {
+        logger.warn({ signal }, 'second signal: exiting without finishing the drain');
+        logger.flush();
+        process.exit(1);
+      }
+      received = true;
+      resolve(signal);
+    };
+    process.on('SIGINT', handler);
+    process.on('SIGTERM', handler);
+  });
 }

@@ -4,17 +4,18 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
 import { DaemonMetrics } from '../metrics/registry.js';
-import { describeStore, openStore, type Store } from '../store/index.js';
+import { describeStore, type Store } from '../store/index.js';
+import { openStoreWhenUp, StartAborted } from '../store/wait.js';
 import { createAdminApi } from './admin.js';
 import { sendError, sendJson } from './errors.js';
 
 /** The longest a shutdown waits for in-flight calls (long streams) before cutting them. */
-const DRAIN_LIMIT_MS = 30_000;
+export const DRAIN_LIMIT_MS = 30_000;
 /** The longest a shutdown waits for one component to stop (the event writer bounds its own
  *  final write at 10 s), and for the store to close: a database that hangs instead of failing
  *  must not hold the exit back past the orchestrator's grace period. */
-const STOP_LIMIT_MS = 12_000;
-const STORE_CLOSE_LIMIT_MS = 3_000;
+export const STOP_LIMIT_MS = 12_000;
+export const STORE_CLOSE_LIMIT_MS = 3_000;
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -52,8 +53,15 @@ export async function startDaemon(
   config: Readonly<Config>,
   logger: Logger,
   factories: ComponentFactory[] = [],
+  /** `signal`: a stop asked for while starting (meter start's SIGTERM): ends a wait for the
+   *  database at once, or stops right after what is under way (migrations) ends. */
+  opts: { signal?: AbortSignal } = {},
 ): Promise<Daemon> {
-  const store = await openStore(config, logger);
+  const store = await openStoreWhenUp(config, logger, opts.signal);
+  if (opts.signal?.aborted) {
+    await store.close();
+    throw new StartAborted();
+  }
   // The mode and the server's versions, once: which storage this sidecar really runs on.
   logger.info(await describeStore(store).catch(() => ({ store: store.kind })), `store: ${store.kind}`);
   const metrics = new DaemonMetrics();

@@ -1,0 +1,65 @@
+import { maskUrl } from '../config.js';
+import type { Logger } from '../log.js';
+import { openStore, type Store, type StoreConfig } from './index.js';
+
+/** The database is not (yet) there: nothing listens, the name does not resolve yet (a
+ *  container starting), or the server says it is starting up or shutting down. Wrong
+ *  credentials or a missing database are not waited for: they need the operator. */
+const NOT_UP = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', '57P03', '08006', '08001']);
+
+export function isDatabaseNotUp(err: unknown): boolean {
+  const e = err as { code?: string; message?: string; errors?: unknown[]; cause?: unknown };
+  if (e?.code !== undefined && NOT_UP.has(e.code)) return true;
+  if (Array.isArray(e?.errors) && e.errors.some(isDatabaseNotUp)) return true; // every address of a host name
+  if (/Connection terminated|timeout expired/i.test(e?.message ?? '')) return true;
+  return e?.cause !== undefined && e.cause !== err && isDatabaseNotUp(e.cause);
+}
+
+export class StartAborted extends Error {
+  override name = 'StartAborted';
+  constructor() {
+    super('stopped before the daemon started');
+  }
+}
+
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 5_000;
+
+/**
+ * `meter start`: opens the store (migrations applied), and while a DATABASE_URL database is
+ * not up yet, retries with backoff and says so on every attempt, so that the daemon and its
+ * database can start in any order (a compose file, a reboot). A signal ends the wait at once.
+ */
+export async function openStoreWhenUp(
+  config: StoreConfig, logger: Logger, signal?: AbortSignal,
+): Promise<Store> {
+  for (let attempt = 1; ; attempt++) {
+    if (signal?.aborted) throw new StartAborted();
+    try {
+      const store = await openStore(config, logger);
+      if (attempt > 1) logger.info({ attempts: attempt }, 'database reachable: starting');
+      return store;
+    } catch (err) {
+      if (!config.databaseUrl || !isDatabaseNotUp(err)) throw err;
+      const retryInMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (attempt - 1));
+      const cause = err as { code?: string; message?: string; cause?: { code?: string } };
+      logger.warn(
+        { database: maskUrl(config.databaseUrl), attempt, retry_in_ms: retryInMs, err: cause.code ?? cause.cause?.code ?? cause.message },
+        `database not reachable yet (${cause.code ?? cause.cause?.code ?? 'no answer'}); retrying in ${retryInMs} ms — meter starts once it answers`,
+      );
+      await sleep(retryInMs, signal);
+    }
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
