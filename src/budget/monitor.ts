@@ -4,7 +4,8 @@ import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
 import { formatUnits, reached, toUnits } from './money.js';
 import { monthWindow } from './month.js';
-import { fireLevel, LEVELS, loadBudgetStates, seenEvents, type BudgetRow } from './queries.js';
+import { inSnapshot, seenEvents } from '../store/snapshot.js';
+import { fireLevel, LEVELS, loadBudgetStates, type BudgetRow } from './queries.js';
 
 /** What the daemon knows about one budgeted account, as of the last refresh. */
 export interface BudgetSnapshot {
@@ -132,11 +133,9 @@ export class BudgetMonitor implements Component {
     // one plain statement is exact then.
     const capped = ledger && (ledger.active() || [...this.states.values()].some((s) => s.hardCap));
     if (!capped) return { rows: await loadBudgetStates(this.db, window), seen: [] };
-    return this.db.transaction(async (tx) => {
-      await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    return inSnapshot(this.db, async (tx) => {
       const rows = await loadBudgetStates(tx, window);
-      const unseen = ledger.unseenEvents();
-      return { rows, seen: unseen.length > 0 ? await seenEvents(tx, unseen) : [] };
+      return { rows, seen: await seenEvents(tx, ledger.unseenEvents()) };
     });
   }
 

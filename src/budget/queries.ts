@@ -32,16 +32,6 @@ export function loadBudgetStates(db: Queryable, w: MonthWindow, accountName?: st
   );
 }
 
-/** Which of these events are written (usage_events' key is (time, event_id)). */
-export async function seenEvents(db: Queryable, events: { id: string; time: string }[]): Promise<string[]> {
-  const rows = await db.query<{ id: string }>(
-    `SELECT e.event_id::text AS id FROM usage_events e
-       JOIN unnest($1::timestamptz[], $2::uuid[]) AS p(time, id) ON e.time = p.time AND e.event_id = p.id`,
-    [events.map((e) => e.time), events.map((e) => e.id)],
-  );
-  return rows.map((r) => r.id);
-}
-
 /** The month's most expensive models of an account, for the alert payload. */
 export function topModels(db: Queryable, accountId: string, w: MonthWindow, limit = 5): Promise<TopModel[]> {
   return db.query<TopModel>(

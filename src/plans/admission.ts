@@ -1,7 +1,7 @@
 import type { Principal } from '../auth/types.js';
 import type { ErrorCode } from '../server/errors.js';
 import type { PlanBook } from './plans.js';
-import { monthBounds, type QuotaTracker } from './quota.js';
+import { monthBounds, type CallRef, type QuotaTracker } from './quota.js';
 import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
 
 export type Admission =
@@ -24,7 +24,8 @@ export class Admissions {
     private readonly quota: QuotaTracker,
   ) {}
 
-  admit(principal: Principal, gate?: Gate, now = Date.now()): Admission {
+  /** `call` names the call's usage event (the quota counts it until a re-read shows it). */
+  admit(principal: Principal, { gate, call, now = Date.now() }: { gate?: Gate; call?: CallRef; now?: number } = {}): Admission {
     const refused = this.check(principal, now);
     if (!refused.ok) return refused;
     const refusal = gate?.();
@@ -32,7 +33,7 @@ export class Admissions {
     const plan = this.plans.get(principal.plan);
     if (!plan) return { ok: true, headers: {} };
     const rate = this.limiter.take(principal.keyId, plan.rateLimitPerMinute, now);
-    this.quota.take(principal.accountId, plan.monthlyCallQuota, now);
+    this.quota.take(principal.accountId, plan.monthlyCallQuota, now, call);
     return { ok: true, headers: rateLimitHeaders(rate) };
   }
 

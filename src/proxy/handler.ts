@@ -41,7 +41,7 @@ export type Admission =
 export interface Admitter {
   /** Admits the call, or refuses it. A refused call counts against no limit; `gate` (the hard
    *  cap) runs after the plan's own checks pass and before anything is counted. */
-  admit(principal: Principal, gate?: () => Refusal | undefined): Admission;
+  admit(principal: Principal, opts?: { gate?: () => Refusal | undefined; call?: { id: string; time: Date } }): Admission;
   /** Would the call be admitted now? Counts nothing (answered before a body is read). */
   check?(principal: Principal): Admission;
   /** The RateLimit-* headers as they stand, counting nothing: for answers that forward nothing. */
@@ -110,7 +110,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     const start = { id, time, startedAt, principal, provider: target.slug, path, method: req.method, tags: tags.tags };
     const refuse = (a: Admission & { ok: false }) => refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
     if (!deps.hardCap?.applies(principal.accountId)) {
-      const admission = deps.admitter?.admit(principal);
+      const admission = deps.admitter?.admit(principal, { call: { id, time } });
       if (admission && !admission.ok) return refuse(admission);
       return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, admission?.headers);
     }
@@ -126,7 +126,7 @@ export function createProxyHandler(deps: ProxyDeps) {
         const decision = hardCap.admit({ id, accountId: principal.accountId, provider: target.slug, path, body, bodyBytes: bytes, head, time });
         return decision.ok ? undefined : { status: 402, code: 'budget_exceeded', message: decision.message };
       };
-      const admission: Admission = deps.admitter?.admit(principal, gate) ?? { ok: true, headers: {} };
+      const admission: Admission = deps.admitter?.admit(principal, { gate, call: { id, time } }) ?? { ok: true, headers: {} };
       // An admitter that ignores the gate still gets the cap applied.
       const capped = admission.ok && !capRan ? gate() : undefined;
       if (!admission.ok) return refuse(admission);

@@ -5,6 +5,9 @@ import { monthBounds, QuotaTracker } from '../../src/plans/quota.js';
 import { RateLimiter } from '../../src/plans/rate-limit.js';
 import type { Db } from '../../src/store/types.js';
 import { describeEachBackend } from '../helpers/stores.js';
+import { uuidv7 } from '../../src/metering/ids.js';
+import { insertBatch } from '../../src/store/event-batch.js';
+import { makeEvents } from '../metering/events.js';
 
 const T0 = Date.UTC(2026, 10, 21, 12, 0, 30); // 30 s into a minute
 
@@ -61,6 +64,28 @@ describeEachBackend('plans against the store', (backend) => {
     expect(q.take(pro, null, now)).toBe(true); // no quota
   });
 
+  it('counts each call it admitted exactly once: locally until a re-read shows its event, then only there', async () => {
+    await db.query(`UPDATE plans SET monthly_call_quota = 100 WHERE name = 'free'`);
+    const [{ id: own }] = await db.query<{ id: string }>(`INSERT INTO accounts (name) VALUES ('f2') RETURNING id`) as [{ id: string }];
+    const q = new QuotaTracker();
+    await q.refresh(db);
+    const base = q.used(own);
+    const time = new Date();
+    const calls = [0, 1, 2].map(() => ({ id: uuidv7(time.getTime()), time }));
+    for (const c of calls) expect(q.take(own, 100, Date.now(), c)).toBe(true);
+    expect(q.used(own)).toBe(base + 3);
+    await q.refresh(db); // nothing written yet: still counted here
+    expect(q.used(own)).toBe(base + 3);
+    for (const [i, c] of calls.entries()) {
+      const [event] = makeEvents(1, i + 1, { id: c.id, time: c.time.toISOString(), accountId: own });
+      await insertBatch(db, [event!]);
+      await q.refresh(db);
+      expect(q.used(own)).toBe(base + 3); // moved from the local count to the re-read one
+    }
+    await q.refresh(db);
+    expect(q.used(own)).toBe(base + 3);
+  });
+
   it('admission answers rate_limited and quota_exceeded with Retry-After and RateLimit headers; an upgrade frees calls', async () => {
     await db.query(`UPDATE plans SET monthly_call_quota = 12, rate_limit_per_minute = 100 WHERE name = 'free'`);
     const book = new PlanBook();
@@ -70,7 +95,7 @@ describeEachBackend('plans against the store', (backend) => {
     const adm = new Admissions(book, new RateLimiter(), quota);
     const who = { keyId: 'aaaaaaaaaaaa', accountId: free, accountName: 'f', plan: 'free' };
     const now = Date.now();
-    const results = Array.from({ length: 3 }, () => adm.admit(who, undefined, now));
+    const results = Array.from({ length: 3 }, () => adm.admit(who, { now }));
     expect(results.map((r) => r.ok)).toEqual([true, true, false]); // 10 written + 2 admitted
     const refused = results[2]!;
     expect(refused).toMatchObject({ ok: false, status: 429, code: 'quota_exceeded' });
@@ -78,15 +103,15 @@ describeEachBackend('plans against the store', (backend) => {
     const retry = Number(refused.headers['retry-after']);
     expect(retry).toBe(Math.ceil((monthBounds(now).next - now) / 1000));
     expect(refused.ok === false && refused.message).toMatch(/monthly quota of 12 proxied calls on the free plan/);
-    expect(adm.admit({ ...who, plan: 'pro' }, undefined, now).ok).toBe(true); // the principal carries the new plan
+    expect(adm.admit({ ...who, plan: 'pro' }, { now }).ok).toBe(true); // the principal carries the new plan
 
     await db.query(`UPDATE plans SET rate_limit_per_minute = 2 WHERE name = 'pro'`);
     await book.refresh(db);
     const proWho = { ...who, keyId: 'bbbbbbbbbbbb', accountId: pro, plan: 'pro' };
     const t = Date.UTC(2026, 10, 21, 12, 0, 50);
-    expect(adm.admit(proWho, undefined, t)).toMatchObject({ ok: true, headers: { 'ratelimit-remaining': '1', 'ratelimit-reset': '10' } });
-    adm.admit(proWho, undefined, t);
-    expect(adm.admit(proWho, undefined, t)).toMatchObject({
+    expect(adm.admit(proWho, { now: t })).toMatchObject({ ok: true, headers: { 'ratelimit-remaining': '1', 'ratelimit-reset': '10' } });
+    adm.admit(proWho, { now: t });
+    expect(adm.admit(proWho, { now: t })).toMatchObject({
       ok: false, code: 'rate_limited', headers: { 'retry-after': '10', 'ratelimit-remaining': '0' },
     });
   });
