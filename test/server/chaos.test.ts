@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { Agent } from 'undici';
+import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey, revokeKey } from '../../src/auth/keys.js';
@@ -77,16 +77,15 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
     const one = async () => {
       while (next < n) {
         next++;
-        const res = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
+        const res = await request(`${daemon.url}/proxy/openai/v1/chat/completions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${apiKey}`, 'x-provider-authorization': 'Bearer sk-test', 'content-type': 'application/json', 'x-metering-tags': `phase=p${next % 3}` },
           body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
-          // @ts-expect-error undici's dispatcher option on Node's fetch
           dispatcher: agent,
         });
-        await res.arrayBuffer();
-        expect(res.status).toBe(200);
-        answered.push(res.headers.get('x-meter-request-id')!);
+        await res.body.arrayBuffer();
+        expect(res.statusCode).toBe(200);
+        answered.push(res.headers['x-meter-request-id'] as string);
       }
     };
     await Promise.all(Array.from({ length: 8 }, one));
