@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../src/config.js';
 import type { Store } from '../../src/store/index.js';
-import { convertToTimescale } from '../../src/store/timescale/convert.js';
 import { printJson, withStore } from '../context.js';
 
 export function registerMigrate(program: Command): void {
@@ -12,6 +11,8 @@ export function registerMigrate(program: Command): void {
     .option('--json', 'print the store and the schema version as JSON')
     .action(async (opts: { json?: boolean; toTimescale?: boolean }) => {
       if (!opts.toTimescale) return withStore((store) => report(store, opts.json)); // openStore migrates
+      // Loaded here: it brings pg, which the embedded store and `meter start` never need.
+      const { convertToTimescale } = await import('../../src/store/timescale/convert.js');
       const { db, conversion } = await convertToTimescale(loadConfig(process.env));
       try {
         await report(db, opts.json, conversion);

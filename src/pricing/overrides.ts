@@ -1,8 +1,8 @@
 /** Loading METER_PRICES_FILE: read once at start, validate, compile to exact prices. */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { parse as parseYaml, YAMLError } from 'yaml';
 import { discountRatio, parseDecimal, type Dec } from './decimal.js';
 import {
   PRICE_FIELDS, formatPath, pricesFileSchema,
@@ -81,6 +81,10 @@ export function parseOverrides(text: string, file: string, label = PRICES_FILE_E
   return { providers: compile(result.data), hash, file };
 }
 
+/** yaml is loaded only for a YAML prices file (synchronously: the pricer is built at start). */
+let yamlModule: typeof import('yaml') | undefined;
+const yaml = () => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
+
 function parseText(text: string, file: string, label: string): unknown {
   const ext = extname(file).toLowerCase();
   const json = ext === '.json' || (ext !== '.yaml' && ext !== '.yml' && /^\s*[{[]/.test(text));
@@ -88,12 +92,12 @@ function parseText(text: string, file: string, label: string): unknown {
     throw new PricesFileError(file, [{ path: '', message: 'the file is empty; expected a mapping with a top-level `providers` key' }], label);
   }
   try {
-    return json ? JSON.parse(text) : parseYaml(text);
+    return json ? JSON.parse(text) : yaml().parse(text);
   } catch (err) {
     const kind = json ? 'JSON' : 'YAML';
     let message = err instanceof Error ? err.message : String(err);
     // yaml's message is 'problem at line L, column C:' followed by a source excerpt; keep the first line.
-    if (err instanceof YAMLError) message = message.split('\n')[0]!.replace(/:$/, '');
+    if (!json && err instanceof yaml().YAMLError) message = message.split('\n')[0]!.replace(/:$/, '');
     throw new PricesFileError(file, [{ path: '', message: `not valid ${kind}: ${message}` }], label);
   }
 }

@@ -1,5 +1,7 @@
 // Runs PGlite off the main thread: in-process it stalls the daemon's event loop (DESIGN.md).
 // Plain JavaScript so that it starts the same from src/ (tsx, vitest) and from dist/.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 
@@ -15,8 +17,15 @@ const startParams = [
   '-c', 'shared_buffers=16MB', '-c', 'wal_buffers=1MB', '-c', 'temp_buffers=1MB',
 ];
 
-const { dataDir } = workerData;
-const ready = PGlite.create(dataDir ? { dataDir, parsers, startParams } : { parsers, startParams });
+// A store without a database yet starts from the pre-built template (embedded-template.ts).
+const { dataDir, template } = workerData;
+const fresh = template && !(dataDir && existsSync(join(dataDir, 'PG_VERSION')));
+const ready = PGlite.create({
+  ...(dataDir ? { dataDir } : {}),
+  ...(fresh ? { loadDataDir: new Blob([readFileSync(template)]) } : {}),
+  parsers,
+  startParams,
+});
 
 parentPort.on('message', async (req) => {
   let reply;

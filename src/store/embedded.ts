@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { usableTemplate } from './embedded-template.js';
 import { acquireLock } from './lockfile.js';
 import type { Db, Queryable } from './types.js';
 
@@ -26,6 +27,10 @@ const RESTART_MAX_MS = 10_000;
 export interface EmbeddedOptions {
   /** The worker script (tests pass one that can be told to die at a chosen moment). */
   workerFile?: URL;
+  /** A new store starts from the pre-built template in this directory when it is usable
+   *  (default: the one `npm run build` makes); false runs initdb and leaves every migration to
+   *  migrate(). */
+  template?: string | false;
 }
 
 /**
@@ -41,6 +46,8 @@ export interface EmbeddedOptions {
 export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOptions = {}): Promise<Db & { setAdmin(url: string, token: string): void }> {
   const lock = dataDir ? acquireLock(dataDir) : undefined;
   const workerFile = opts.workerFile ?? defaultWorkerFile;
+  // The worker loads it only into a data directory that has no database yet.
+  const template = opts.template === false ? undefined : usableTemplate(opts.template);
   let nextId = 1;
   const pending = new Map<number, { resolve(rows: unknown[]): void; reject(err: Error): void }>();
   let closing = false;
@@ -53,7 +60,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
   let restartAt = 0;
 
   const spawnWorker = () => {
-    const w = new Worker(workerFile, { workerData: { dataDir: dataDir && join(dataDir, 'pgdata') } });
+    const w = new Worker(workerFile, { workerData: { dataDir: dataDir && join(dataDir, 'pgdata'), template } });
     w.unref();
     w.on('message', (reply: Reply) => {
       const p = pending.get(reply.id);

@@ -3,8 +3,6 @@ import type { Logger } from '../log.js';
 import { openEmbedded } from './embedded.js';
 import { StoreLockedError } from './lockfile.js';
 import { migrate } from './migrate.js';
-import { openPostgres } from './postgres.js';
-import { openRemote } from './remote.js';
 import { chooseMode, describeServer, inTimescaleMode } from './timescale/mode.js';
 import type { Db } from './types.js';
 
@@ -22,8 +20,9 @@ export type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick
  *  else the embedded store in METER_DATA_DIR. Pending migrations are applied before the store
  *  is handed out. */
 export async function openStore(config: StoreConfig, logger?: Logger): Promise<Store> {
+  // pg is loaded only for PostgreSQL (the embedded store starts without it).
   let db: Store = config.databaseUrl
-    ? openPostgres(config.databaseUrl, { max: config.dbPoolMax })
+    ? (await import('./postgres.js')).openPostgres(config.databaseUrl, { max: config.dbPoolMax })
     : await openEmbedded(config.dataDir);
   try {
     if (db.kind === 'postgres') {
@@ -65,7 +64,7 @@ export async function openStoreForCli(config: StoreConfig): Promise<Store> {
     return await openStore(config);
   } catch (err) {
     if (err instanceof StoreLockedError && err.owner.adminUrl && err.owner.adminToken) {
-      return openRemote(err.owner.adminUrl, err.owner.adminToken);
+      return (await import('./remote.js')).openRemote(err.owner.adminUrl, err.owner.adminToken);
     }
     throw err;
   }

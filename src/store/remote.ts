@@ -1,4 +1,3 @@
-import { request } from 'undici';
 import type { Db } from './types.js';
 
 /** A Db that runs statements through a live daemon's admin API: the CLI's way in when the
@@ -6,6 +5,7 @@ import type { Db } from './types.js';
  *  that may run this way use single statements. */
 export function openRemote(adminUrl: string, token: string): Db {
   const call = async (path: string, body: unknown) => {
+    const { request } = await import('undici');
     const res = await request(`${adminUrl}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },

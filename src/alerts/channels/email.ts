@@ -1,5 +1,4 @@
 import { hostname } from 'node:os';
-import nodemailer from 'nodemailer';
 import { alertFacts, alertHeadline, alertTopLines } from '../alert.js';
 import type { ChannelSender } from './types.js';
 
@@ -19,6 +18,8 @@ export const sendEmail: ChannelSender = async (channel, alert, opts) => {
   const { url, from } = smtpSettings(opts.smtpUrl);
   // Same bound as the HTTP channels (nodemailer's own defaults are minutes); no SMTP logging.
   const t = opts.timeoutMs;
+  // Loaded on the first e-mail: most daemons never send one.
+  const { default: nodemailer } = await import('nodemailer');
   const transport = nodemailer.createTransport({ url, connectionTimeout: t, greetingTimeout: t, socketTimeout: t, logger: false });
   const top = alertTopLines(alert);
   const text = [

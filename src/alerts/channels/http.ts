@@ -1,4 +1,3 @@
-import { request } from 'undici';
 import type { SendOutcome } from './types.js';
 
 /** Enough of an error response to say why (Slack answers `invalid_payload`, and so on). */
@@ -8,6 +7,8 @@ const MAX_ERROR_BODY = 300;
  *  incoming-webhook address that redirects is misconfigured. */
 export async function postJson(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<SendOutcome> {
   try {
+    // undici's full API is loaded on the first alert; the proxy itself needs only its Pool.
+    const { request } = await import('undici');
     const res = await request(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'user-agent': 'meter-alerts', ...headers },
