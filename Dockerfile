@@ -10,7 +10,9 @@ COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 COPY cli ./cli
 COPY bench ./bench
-# npm ci runs the package's prepare script: tsc -p tsconfig.json → dist/ (bench too; not shipped)
+COPY sql ./sql
+# npm ci runs the package's prepare script: tsc -p tsconfig.json → dist/ (bench too; not shipped),
+# then the embedded store's template (dist/embedded-template)
 RUN npm ci --no-audit --no-fund
 
 # Runtime dependencies only: no dev dependencies, no compiler (scripts skipped: prepare needs tsc).
@@ -25,6 +27,8 @@ ENV NODE_ENV=production METER_HOST=0.0.0.0 METER_PORT=8787 METER_DATA_DIR=/data
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/cli ./dist/cli
+# A new embedded store (a fresh /data) starts from this pre-built database instead of initdb.
+COPY --from=build /app/dist/embedded-template ./dist/embedded-template
 COPY package.json ./
 COPY sql ./sql
 # /data is owned by node before it becomes a volume: a fresh named volume takes this owner, so

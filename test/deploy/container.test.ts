@@ -78,18 +78,18 @@ describe('the Dockerfile, against the repository', () => {
     }
   });
 
-  it('gives the build stage everything tsc compiles, and builds with npm ci (prepare = tsc)', () => {
+  it('gives the build stage everything tsc compiles and the migrations, and builds with npm ci (prepare = tsc, then the embedded store template)', () => {
     const build = stageNamed('build');
     const copied = copies(build).flatMap((c) => c.sources);
     const tsconfig = JSON.parse(read('tsconfig.json')) as { include: string[]; compilerOptions: { outDir: string } };
-    for (const input of ['package.json', 'package-lock.json', 'tsconfig.json', ...tsconfig.include]) expect(copied, input).toContain(input);
+    for (const input of ['package.json', 'package-lock.json', 'tsconfig.json', 'sql', ...tsconfig.include]) expect(copied, input).toContain(input);
     expect(runs(build)).toContain('npm ci --no-audit --no-fund');
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
     expect(pkg.scripts.prepare).toBe('npm run build');
-    expect(pkg.scripts.build).toBe('tsc -p tsconfig.json');
-    // the image takes the compiled daemon and CLI, not the compiled benchmarks
+    expect(pkg.scripts.build).toBe('tsc -p tsconfig.json && node dist/src/store/build-embedded-template.js');
+    // the image takes the compiled daemon and CLI and the embedded store's template, not the compiled benchmarks
     const fromBuild = copies(finalStage).filter((c) => c.from === 'build');
-    expect(fromBuild).toEqual(['src', 'cli'].map((d) => ({ from: 'build', sources: [`/app/${tsconfig.compilerOptions.outDir}/${d}`], dest: `./dist/${d}` })));
+    expect(fromBuild).toEqual(['src', 'cli', 'embedded-template'].map((d) => ({ from: 'build', sources: [`/app/${tsconfig.compilerOptions.outDir}/${d}`], dest: `./dist/${d}` })));
   });
 
   it('ships what dist/ reads at run time that tsc does not emit, and no dev dependency, test or compiler', () => {
@@ -97,7 +97,7 @@ describe('the Dockerfile, against the repository', () => {
     // sql/ (migrations, read from the package root) and package.json (how the root is found)
     expect(finalCopies).toContainEqual({ from: undefined, sources: ['sql'], dest: './sql' });
     expect(finalCopies).toContainEqual({ from: undefined, sources: ['package.json'], dest: './' });
-    expect(finalCopies.map((c) => c.from ?? c.sources.join(' '))).toEqual(['deps', 'build', 'build', 'package.json', 'sql']);
+    expect(finalCopies.map((c) => c.from ?? c.sources.join(' '))).toEqual(['deps', 'build', 'build', 'build', 'package.json', 'sql']);
     // every file tsc does not emit (not .ts) under src/ and cli/ is emitted all the same (allowJs)
     // or read from a shipped directory
     for (const file of [...filesUnder('src'), ...filesUnder('cli')].filter((f) => !/\.tsx?$/.test(f))) {
@@ -172,8 +172,8 @@ describe('the runtime image, laid out in a directory', () => {
     // cache, which the repository's own npm ci filled; tests stay off the network)
     for (const f of ['package.json', 'package-lock.json']) cpSync(join(packageRoot, f), join(app, f));
     execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--offline', '--no-audit', '--no-fund'], { cwd: app, stdio: 'pipe' });
-    // COPY --from=build /app/dist/src ./dist/src (and cli), COPY sql ./sql
-    for (const d of ['src', 'cli']) cpSync(join(packageRoot, 'dist', d), join(app, 'dist', d), { recursive: true });
+    // COPY --from=build /app/dist/src ./dist/src (and cli, embedded-template), COPY sql ./sql
+    for (const d of ['src', 'cli', 'embedded-template']) cpSync(join(packageRoot, 'dist', d), join(app, 'dist', d), { recursive: true });
     cpSync(join(packageRoot, 'sql'), join(app, 'sql'), { recursive: true });
     // RUN mkdir -p /data && chown node:node /data && chmod 755 dist/cli/main.js && ln -s … meter
     data = join(app, 'data');
