@@ -1,14 +1,16 @@
-import { statusClass, type DaemonMetrics } from '../metrics/registry.js';
+import type { DaemonMetrics } from '../metrics/registry.js';
 import type { MeteringCounters } from './counters.js';
 import type { UsageEvent } from './event.js';
 
 const TOKEN_KINDS = ['input', 'output', 'cached_input', 'cache_write', 'reasoning'] as const;
+/** Calls by status class: index status / 100 (1xx…5xx), 0 for anything else. */
+const CLASSES = ['other', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
 /** One provider (and allow-listed model) series: plain numbers, added to once per event. */
 interface Series {
   provider: string;
   model: string;
-  calls: Map<string, number>;
+  calls: Float64Array;
   tokens: Float64Array;
   costUsd: number;
   unpriced: number;
@@ -33,11 +35,11 @@ export class UsageMetrics {
     const key = model === '' ? event.provider : `${event.provider}\u0000${model}`;
     let s = this.series.get(key);
     if (!s) {
-      s = { provider: event.provider, model, calls: new Map(), tokens: new Float64Array(TOKEN_KINDS.length), costUsd: 0, unpriced: 0 };
+      s = { provider: event.provider, model, calls: new Float64Array(CLASSES.length), tokens: new Float64Array(TOKEN_KINDS.length), costUsd: 0, unpriced: 0 };
       this.series.set(key, s);
     }
-    const cls = statusClass(event.status);
-    s.calls.set(cls, (s.calls.get(cls) ?? 0) + 1);
+    const cls = Math.floor(event.status / 100);
+    s.calls[cls >= 1 && cls <= 5 ? cls : 0]!++;
     s.tokens[0]! += event.inputTokens;
     s.tokens[1]! += event.outputTokens;
     s.tokens[2]! += event.cachedInputTokens;
@@ -53,7 +55,7 @@ export class UsageMetrics {
       withModel ? { provider: s.provider, model: s.model, ...extra } : { provider: s.provider, ...extra };
     const names = (...extra: string[]) => (withModel ? ['provider', 'model', ...extra] : ['provider', ...extra]);
     metrics.counter('meter_calls_total', 'Proxied calls (usage events), by provider and response status class', names('status_class'), (emit) => {
-      for (const s of this.series.values()) for (const [cls, n] of s.calls) emit(labels(s, { status_class: cls }), n);
+      for (const s of this.series.values()) CLASSES.forEach((cls, i) => s.calls[i]! > 0 && emit(labels(s, { status_class: cls }), s.calls[i]!));
     });
     metrics.counter('meter_tokens_total',
       'Tokens metered, by provider and kind (input counts every prompt token, cached ones too; output counts reasoning too)',

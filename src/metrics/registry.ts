@@ -116,6 +116,3 @@ export class FixedHistogram {
 export const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 /** A provider's answer: 10 ms to 5 min. */
 export const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
-
-export const statusClass = (status: number): string =>
-  status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : 'other';
