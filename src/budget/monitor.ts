@@ -1,10 +1,10 @@
 import type { Logger } from '../log.js';
 import type { Component } from '../server/daemon.js';
+import { inSnapshot, seenEvents } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
 import { formatUnits, reached, toUnits } from './money.js';
 import { monthWindow } from './month.js';
-import { inSnapshot, seenEvents } from '../store/snapshot.js';
 import { fireLevel, LEVELS, loadBudgetStates, type BudgetRow } from './queries.js';
 
 /** What the daemon knows about one budgeted account, as of the last refresh. */
