@@ -59,10 +59,10 @@ export class MeteredCall implements CallMeter {
     }
   }
 
-  responseHead(status: number, headers: IncomingHttpHeaders): void {
+  responseHead(status: number, headers: IncomingHttpHeaders, at?: number): void {
     try {
       this.status = status;
-      this.headAt = performance.now();
+      this.headAt = at ?? performance.now();
       if (this.call.method !== undefined && this.call.method !== 'POST') return; // reads charge nothing
       const contentType = headers['content-type'];
       const format = streamFormat(Array.isArray(contentType) ? contentType[0] : contentType);
@@ -82,8 +82,8 @@ export class MeteredCall implements CallMeter {
     }
   }
 
-  responseChunk(chunk: Buffer): void {
-    if (this.firstByteAt === undefined) this.firstByteAt = performance.now();
+  responseChunk(chunk: Buffer, at?: number): void {
+    if (this.firstByteAt === undefined) this.firstByteAt = at ?? performance.now();
     if (this.unreadable || !this.decoder) return;
     try {
       this.decoder.write(chunk);

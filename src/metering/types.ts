@@ -33,10 +33,12 @@ export interface CallStart {
 export interface CallMeter {
   /** The request body as it was forwarded (bounded: undefined when too large or not JSON). */
   requestBody(body: Buffer | undefined): void;
-  /** The provider's response status and headers (content-type decides JSON, SSE or NDJSON). */
-  responseHead(status: number, headers: IncomingHttpHeaders): void;
-  /** A chunk of the response body, as it was passed to the client. */
-  responseChunk(chunk: Buffer): void;
+  /** The provider's response status and headers (content-type decides JSON, SSE or NDJSON).
+   *  `at`: performance.now() when the head arrived, when it is given later (default: now). */
+  responseHead(status: number, headers: IncomingHttpHeaders, at?: number): void;
+  /** A chunk of the response body, as it was passed to the client (the proxy passes it on
+   *  first). `at`: performance.now() when it arrived, for the first chunk (default: now). */
+  responseChunk(chunk: Buffer, at?: number): void;
   /** The call is over: `completed` false when the client left or the upstream failed midway.
    *  Builds the event and pushes it to the sink. */
   end(outcome: { completed: boolean; status?: number }): void;

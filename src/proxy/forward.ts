@@ -30,6 +30,13 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   private clientGone = false;
   private waitingForDrain = false;
   private bodyDelivered = false;
+  /** The response head, until the meter is given it (with the first chunk it meters). */
+  private head: { status: number; headers: IncomingHttpHeaders; at: number } | undefined;
+  /** The chunk the client has and the meter has not seen yet, and when it arrived if it was
+   *  the first: metering runs one chunk behind the client, so each chunk (a stream's first
+   *  byte, a whole small answer) leaves before any metering work on it is done. */
+  private held: Buffer | undefined;
+  private heldAt: number | undefined;
   /** performance.now() when undici started writing the request upstream (0: not yet). */
   private sentAt = 0;
   /** The daemon's time before the request went out, plus handling the response head (ms). */
@@ -73,10 +80,29 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     this.meter.requestBody(this.tap?.copy());
   }
 
+  /** Request body, then head, then the chunk: the order the meter expects. */
+  private meterChunk(chunk: Buffer, at: number | undefined): void {
+    this.meterHead();
+    this.meter.responseChunk(chunk, at);
+  }
+
+  private meterHead(): void {
+    this.deliverRequestBody();
+    const head = this.head;
+    if (!head) return;
+    this.head = undefined;
+    this.meter.responseHead(head.status, head.headers, head.at);
+  }
+
   private finish(completed: boolean): void {
     if (this.over) return;
     this.over = true;
-    this.deliverRequestBody();
+    this.meterHead();
+    const held = this.held;
+    if (held) {
+      this.held = undefined;
+      this.meter.responseChunk(held, this.heldAt);
+    }
     this.meter.end(this.status === 0 ? { completed } : { completed, status: this.status });
   }
 
@@ -95,8 +121,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     if (statusCode < 200 || this.clientGone) return; // 1xx informational: not relayed
     const headAt = performance.now();
     this.status = statusCode;
-    this.deliverRequestBody();
-    this.meter.responseHead(statusCode, headers);
+    this.head = { status: statusCode, headers, at: headAt };
     const out = clientResponseHeaders(headers, this.requestId);
     if (this.extraHeaders) Object.assign(out, this.extraHeaders);
     // What is known when the head goes out: the request side, and this head's own handling.
@@ -118,12 +143,15 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.clientGone) return;
     const chunkAt = this.firstChunk ? performance.now() : 0;
-    this.meter.responseChunk(chunk);
     if (!this.res.write(chunk) && !this.waitingForDrain) {
       this.waitingForDrain = true;
       controller.pause();
       this.res.once('drain', this.onDrain);
     }
+    const previous = this.held;
+    if (previous) this.meterChunk(previous, this.heldAt);
+    this.held = chunk;
+    this.heldAt = this.firstChunk ? chunkAt : undefined;
     if (this.firstChunk) {
       this.firstChunk = false;
       this.timings?.firstByte.observe((this.overheadMs + performance.now() - chunkAt) / 1000);
@@ -131,8 +159,9 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    this.finish(true);
+    // The client has the whole answer before the metering builds its event.
     this.res.end();
+    this.finish(true);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {

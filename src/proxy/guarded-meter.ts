@@ -30,17 +30,17 @@ export class GuardedMeter implements CallMeter {
     }
   }
 
-  responseHead(status: number, headers: IncomingHttpHeaders): void {
+  responseHead(status: number, headers: IncomingHttpHeaders, at?: number): void {
     try {
-      this.inner?.responseHead(status, headers);
+      this.inner?.responseHead(status, headers, at);
     } catch (err) {
       this.fail('responseHead', err);
     }
   }
 
-  responseChunk(chunk: Buffer): void {
+  responseChunk(chunk: Buffer, at?: number): void {
     try {
-      this.inner?.responseChunk(chunk);
+      this.inner?.responseChunk(chunk, at);
     } catch (err) {
       this.fail('responseChunk', err);
     }
