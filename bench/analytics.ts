@@ -3,22 +3,32 @@
  * (generate_series, with their rollups), serves the analytics component on a loopback port and
  * reports p50 / p99 of each endpoint over HTTP. Target: p50 < 10 ms at 5M events.
  *
- *   npm run bench:analytics -- [--events 5000000] [--requests 300] [--keep]
+ *   npm run bench:analytics -- [--events 5000000] [--requests 300] [--keep] [--timescale | --engine]
+ *
+ * --timescale: the database in TimescaleDB mode (the server must have TimescaleDB): events in
+ * the hypertable, the continuous aggregates refreshed and chunks past the shortest plan
+ * retention compressed, as the daemon keeps them. --engine: TimescaleDB mode on the test
+ * engine (WASM PGlite + TimescaleDB, test/helpers/timescale-engine.mjs), one connection.
  *
  * PostgreSQL: BENCH_DATABASE_URL, else METER_TEST_DATABASE_URL, else postgres://root@127.0.0.1:5432/test
  * (a database `meter_bench_…` is created next to it and dropped at the end unless --keep).
  * Half of the events belong to one heavy account, the one measured; the rest is spread over
  * 19 others, so every query has to skip other accounts' rows.
  */
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createAnalytics } from '../src/analytics/index.js';
 import type { Authenticator, Principal } from '../src/auth/types.js';
 import { migrate } from '../src/store/migrate.js';
+import { runRetention } from '../src/plans/retention.js';
 import { openPostgres } from '../src/store/postgres.js';
+import { refreshAggregates } from '../src/store/timescale/maintenance.js';
+import { ensureTimescale, inTimescaleMode } from '../src/store/timescale/mode.js';
 import type { Db } from '../src/store/types.js';
 
 const args = process.argv.slice(2);
@@ -29,6 +39,8 @@ const flag = (name: string, fallback: number) => {
 const EVENTS = flag('events', Number(process.env.BENCH_EVENTS ?? 5_000_000));
 const REQUESTS = flag('requests', 300);
 const KEEP = args.includes('--keep');
+const ENGINE = args.includes('--engine');
+const TIMESCALE = ENGINE || args.includes('--timescale');
 const ACCOUNTS = 20;
 const CHUNK = 500_000;
 const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.METER_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -78,6 +90,17 @@ INSERT INTO usage_tag_daily (account_id, day, tag_key, tag_value, spend, request
 SELECT e.account_id, (e.time AT TIME ZONE 'UTC')::date, t.key, t.value, sum(e.cost), count(*)
 FROM usage_events e CROSS JOIN LATERAL jsonb_each_text(e.tags) AS t(key, value) GROUP BY 1, 2, 3, 4`;
 
+/** The test engine in a child process; its URL and how to stop it. */
+async function startEngine(): Promise<{ url: string; stop(): void }> {
+  const child = fork(fileURLToPath(new URL('../test/helpers/timescale-engine.mjs', import.meta.url)), { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const reply = (pred: (m: { ready?: boolean; id?: number; port?: number }) => boolean) =>
+    new Promise<{ port?: number }>((resolve) => child.on('message', (m: { ready?: boolean; id?: number; port?: number }) => pred(m) && resolve(m)));
+  await reply((m) => m.ready === true);
+  child.send({ op: 'open', id: 1 });
+  const { port } = await reply((m) => m.id === 1);
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop: () => child.kill() };
+}
+
 async function seed(db: Db): Promise<string[]> {
   const accounts: string[] = [];
   for (let i = 0; i < ACCOUNTS; i++) {
@@ -94,9 +117,14 @@ async function seed(db: Db): Promise<string[]> {
     await db.query(EVENTS_SQL, [accounts, MODELS.map((m) => m[0]), MODELS.map((m) => m[1]), lo, hi]);
     log(`events ${hi.toLocaleString('en')} / ${EVENTS.toLocaleString('en')}`);
   }
-  await db.exec(DAILY_ROLLUP_SQL);
-  await db.exec(TAG_ROLLUP_SQL);
-  log('rollups built');
+  if (TIMESCALE) {
+    await refreshAggregates(db, { from: new Date(Date.now() - 91 * 86_400_000) });
+    log('continuous aggregates refreshed');
+  } else {
+    await db.exec(DAILY_ROLLUP_SQL);
+    await db.exec(TAG_ROLLUP_SQL);
+    log('rollups built');
+  }
   await db.withAdvisoryLock('bench.indexes', async (conn) => {
     await conn.exec(`SET maintenance_work_mem = '512MB'`);
     for (const ix of indexes) {
@@ -104,6 +132,10 @@ async function seed(db: Db): Promise<string[]> {
       log(`index ${ix.indexname}`);
     }
   });
+  if (TIMESCALE) {
+    const { timescale } = (await runRetention(db))!;
+    log(`compressed ${timescale!.compressedChunks} chunks`);
+  }
   await db.exec('VACUUM ANALYZE');
   return accounts;
 }
@@ -113,27 +145,31 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function main(): Promise<void> {
-  const dbName = `meter_bench_${randomBytes(4).toString('hex')}`;
-  await admin(`CREATE DATABASE ${dbName}`);
-  const url = new URL(baseUrl);
-  url.pathname = `/${dbName}`;
-  const db = openPostgres(url.toString());
+  const dbName = ENGINE ? 'the test engine' : `meter_bench_${randomBytes(4).toString('hex')}`;
+  const engine = ENGINE ? await startEngine() : undefined;
+  if (!engine) await admin(`CREATE DATABASE ${dbName}`);
+  const url = new URL(engine?.url ?? baseUrl);
+  if (!engine) url.pathname = `/${dbName}`;
+  const plain = openPostgres(url.toString(), { max: engine ? 1 : 10 });
+  const db = TIMESCALE ? inTimescaleMode(plain) : plain;
   const started = performance.now();
   let server: ReturnType<typeof createServer> | undefined;
   try {
+    if (TIMESCALE) await ensureTimescale(db);
     await migrate(db);
     log(`seeding ${EVENTS.toLocaleString('en')} events into ${dbName}`);
     const accounts = await seed(db);
     const [sizes] = await db.query<{ events: string; daily: string; tags: string; size: string }>(`SELECT
       (SELECT count(*) FROM usage_events) AS events, (SELECT count(*) FROM usage_daily) AS daily,
       (SELECT count(*) FROM usage_tag_daily) AS tags, pg_size_pretty(pg_database_size(current_database())) AS size`);
+    log(`mode: ${db.kind}${TIMESCALE ? ` (TimescaleDB ${(await db.query<{ v: string }>(`SELECT extversion AS v FROM pg_extension WHERE extname = 'timescaledb'`))[0]?.v})` : ''}`);
     log(`seeded in ${((performance.now() - started) / 1000).toFixed(0)} s: ${JSON.stringify(sizes)}`);
 
     // Bench only: one fixed key for the heavy account.
     const principal: Principal = { keyId: 'bench0000000', accountId: accounts[0]!, accountName: 'bench-0', plan: 'pro' };
     const key = `mk_bench0000000_${randomBytes(16).toString('hex')}`;
     const auth: Authenticator = { authenticate: (h) => (h.authorization === `Bearer ${key}` ? principal : undefined) };
-    const handler = createAnalytics({ store: db, authenticator: auth }).routes!['/analytics/']!;
+    const handler = createAnalytics({ store: db, authenticator: auth, retentionVisibility: db.kind === 'timescale' }).routes!['/analytics/']!;
     server = createServer((req, res) => void handler(req, res));
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -185,13 +221,14 @@ async function main(): Promise<void> {
       results.push({ endpoint: name, p50: ms(percentile(times, 50)), p99: ms(percentile(times, 99)), max: ms(times[times.length - 1]!) });
       log(`${name}: p50 ${ms(percentile(times, 50))} ms`);
     }
-    console.log(`\nanalytics on PostgreSQL, ${EVENTS.toLocaleString('en')} events (${sizes!.daily} daily rows, ${sizes!.tags} tag rows, ${sizes!.size}); `
+    console.log(`\nanalytics on ${ENGINE ? 'the TimescaleDB test engine (WASM)' : TIMESCALE ? 'TimescaleDB' : 'PostgreSQL'}, ${EVENTS.toLocaleString('en')} events (${sizes!.daily} daily rows, ${sizes!.tags} tag rows, ${sizes!.size}); `
       + `heavy account holds half; ${REQUESTS} sequential requests each over HTTP (ms)\n`);
     console.table(results);
   } finally {
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await db.close();
-    if (KEEP) log(`kept database ${dbName}`);
+    if (engine) engine.stop();
+    else if (KEEP) log(`kept database ${dbName}`);
     else await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   }
 }
