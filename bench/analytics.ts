@@ -21,7 +21,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { createAnalytics } from '../src/analytics/index.js';
 import type { Authenticator, Principal } from '../src/auth/types.js';
 import { migrate } from '../src/store/migrate.js';
@@ -29,7 +28,7 @@ import { runRetention } from '../src/plans/retention.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { refreshAggregates } from '../src/store/timescale/maintenance.js';
 import { ensureTimescale, inTimescaleMode } from '../src/store/timescale/mode.js';
-import type { Db } from '../src/store/types.js';
+import { admin, baseUrl, log, seed } from './seed.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -41,55 +40,6 @@ const REQUESTS = flag('requests', 300);
 const KEEP = args.includes('--keep');
 const ENGINE = args.includes('--engine');
 const TIMESCALE = ENGINE || args.includes('--timescale');
-const ACCOUNTS = 20;
-const CHUNK = 500_000;
-const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.METER_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
-
-const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
-
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: baseUrl });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
-const MODELS: [string, string][] = [
-  ['openai', 'gpt-4o'], ['openai', 'gpt-4o-mini'], ['anthropic', 'claude-sonnet-4'], ['anthropic', 'claude-haiku-4'],
-  ['groq', 'llama-3.3-70b'], ['gemini', 'gemini-2.5-flash'], ['mistral', 'mistral-large'], ['deepseek', 'deepseek-chat'],
-];
-
-/** Events g in [lo, hi): even g to the heavy account, the rest round-robin; times spread over
- *  the last 90 days; tags: team (70%, 13 values), env (67%, 2), feature (29%, 50). */
-const EVENTS_SQL = `
-INSERT INTO usage_events (time, event_id, account_id, key_id, provider, model, requested_model, status,
-  input_tokens, output_tokens, cost, price_version, usage_source, latency_ms, ttfb_ms, stream, tags)
-SELECT now() - random() * interval '90 days', gen_random_uuid(),
-  ($1::uuid[])[CASE WHEN g % 2 = 0 THEN 1 ELSE 2 + (g / 2) % (cardinality($1::uuid[]) - 1) END],
-  'bench0000000', ($2::text[])[1 + g % 8], ($3::text[])[1 + g % 8], ($3::text[])[1 + g % 8], 200,
-  (random() * 4000)::int, (random() * 800)::int, round((random() * 0.05)::numeric, 8),
-  'bench', 'provider', 100 + random() * 900, 50, g % 3 = 0,
-  jsonb_strip_nulls(jsonb_build_object(
-    'team', CASE WHEN g % 10 < 7 THEN 't' || (g % 13) END,
-    'env', CASE g % 3 WHEN 0 THEN 'prod' WHEN 1 THEN 'staging' END,
-    'feature', CASE WHEN g % 7 < 2 THEN 'f' || (g % 50) END))
-FROM generate_series($4::bigint, $5::bigint - 1) AS g`;
-
-const DAILY_ROLLUP_SQL = `
-INSERT INTO usage_daily (account_id, day, provider, model, spend, requests, input_tokens, output_tokens,
-  cached_input_tokens, cache_write_tokens, reasoning_tokens)
-SELECT account_id, (time AT TIME ZONE 'UTC')::date, provider, model, sum(cost), count(*),
-  sum(input_tokens), sum(output_tokens), sum(cached_input_tokens), sum(cache_write_tokens), sum(reasoning_tokens)
-FROM usage_events GROUP BY 1, 2, 3, 4`;
-
-const TAG_ROLLUP_SQL = `
-INSERT INTO usage_tag_daily (account_id, day, tag_key, tag_value, spend, requests)
-SELECT e.account_id, (e.time AT TIME ZONE 'UTC')::date, t.key, t.value, sum(e.cost), count(*)
-FROM usage_events e CROSS JOIN LATERAL jsonb_each_text(e.tags) AS t(key, value) GROUP BY 1, 2, 3, 4`;
-
 /** The test engine in a child process; its URL and how to stop it. */
 async function startEngine(): Promise<{ url: string; stop(): void }> {
   const child = fork(fileURLToPath(new URL('../test/helpers/timescale-engine.mjs', import.meta.url)), { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
@@ -99,45 +49,6 @@ async function startEngine(): Promise<{ url: string; stop(): void }> {
   child.send({ op: 'open', id: 1 });
   const { port } = await reply((m) => m.id === 1);
   return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop: () => child.kill() };
-}
-
-async function seed(db: Db): Promise<string[]> {
-  const accounts: string[] = [];
-  for (let i = 0; i < ACCOUNTS; i++) {
-    const [row] = await db.query<{ id: string }>(`INSERT INTO accounts (name, plan) VALUES ($1, 'pro') RETURNING id`, [`bench-${i}`]);
-    accounts.push(row!.id);
-  }
-  // Loading without the secondary indexes and building them afterwards is several times faster.
-  const indexes = await db.query<{ indexname: string; indexdef: string }>(
-    `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'usage_events' AND indexname <> 'usage_events_pkey'`,
-  );
-  for (const ix of indexes) await db.exec(`DROP INDEX ${ix.indexname}`);
-  for (let lo = 0; lo < EVENTS; lo += CHUNK) {
-    const hi = Math.min(EVENTS, lo + CHUNK);
-    await db.query(EVENTS_SQL, [accounts, MODELS.map((m) => m[0]), MODELS.map((m) => m[1]), lo, hi]);
-    log(`events ${hi.toLocaleString('en')} / ${EVENTS.toLocaleString('en')}`);
-  }
-  if (TIMESCALE) {
-    await refreshAggregates(db, { from: new Date(Date.now() - 91 * 86_400_000) });
-    log('continuous aggregates refreshed');
-  } else {
-    await db.exec(DAILY_ROLLUP_SQL);
-    await db.exec(TAG_ROLLUP_SQL);
-    log('rollups built');
-  }
-  await db.withAdvisoryLock('bench.indexes', async (conn) => {
-    await conn.exec(`SET maintenance_work_mem = '512MB'`);
-    for (const ix of indexes) {
-      await conn.exec(ix.indexdef);
-      log(`index ${ix.indexname}`);
-    }
-  });
-  if (TIMESCALE) {
-    const { timescale } = (await runRetention(db))!;
-    log(`compressed ${timescale!.compressedChunks} chunks`);
-  }
-  await db.exec('VACUUM ANALYZE');
-  return accounts;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -158,7 +69,7 @@ async function main(): Promise<void> {
     if (TIMESCALE) await ensureTimescale(db);
     await migrate(db);
     log(`seeding ${EVENTS.toLocaleString('en')} events into ${dbName}`);
-    const accounts = await seed(db);
+    const accounts = await seed(db, EVENTS, { timescale: TIMESCALE });
     const [sizes] = await db.query<{ events: string; daily: string; tags: string; size: string }>(`SELECT
       (SELECT count(*) FROM usage_events) AS events, (SELECT count(*) FROM usage_daily) AS daily,
       (SELECT count(*) FROM usage_tag_daily) AS tags, pg_size_pretty(pg_database_size(current_database())) AS size`);

@@ -18,6 +18,14 @@ export const usdTotal = (decimal: string) => usd(decimal, toUnits(decimal) < 100
 
 export const count = (n: string | number) => group(String(n));
 
+/** A count in at most 7 characters: 999,999, then 1.05M (truncated, never rounded up). */
+export function countShort(n: string): string {
+  const v = BigInt(n);
+  if (v < 1_000_000n) return count(n);
+  const hundredths = v / 10_000n;
+  return `${hundredths / 100n}.${(hundredths % 100n).toString().padStart(2, '0')}M`;
+}
+
 export function ms(v: number | null): string {
   if (v === null) return '-';
   if (v < 1000) return `${Math.round(v)}ms`;

@@ -5,7 +5,7 @@
  * terminal, and that is what flickers.
  */
 import type { Figures } from './derive.js';
-import { budgetBar, count, fit, ms, pct, sparkline, usd, usdTotal } from './format.js';
+import { budgetBar, count, countShort, fit, ms, pct, sparkline, usd, usdTotal } from './format.js';
 
 export interface Segment {
   text: string;
@@ -85,11 +85,11 @@ function groupTables(f: Figures, s: FrameState, rows: number): Line[] {
   const leftW = Math.floor((s.width - 1) / 2);
   const rightW = s.width - 1 - leftW;
   const table = (title: string, items: { name: string; spend: string; requests: string }[], w: number) => {
-    const nameW = w - 11 - 8;
-    const lines = [fit(title, nameW) + fit('spend', 11, 'right') + fit('calls', 8, 'right')];
-    for (const it of items.slice(0, rows)) {
-      lines.push(fit(it.name, nameW) + fit(usdTotal(it.spend), 11, 'right') + fit(count(it.requests), 8, 'right'));
-    }
+    // Each number keeps a space before it, so a wide amount is cut, never run into its neighbour.
+    const nameW = w - 12 - 9;
+    const cols = (name: string, spend: string, calls: string) => `${fit(name, nameW)} ${fit(spend, 11, 'right')} ${fit(calls, 8, 'right')}`;
+    const lines = [cols(title, 'spend', 'calls')];
+    for (const it of items.slice(0, rows)) lines.push(cols(it.name, usdTotal(it.spend), countShort(it.requests)));
     while (lines.length < rows + 1) lines.push(' '.repeat(w));
     return lines;
   };

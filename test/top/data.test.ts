@@ -72,7 +72,7 @@ describeEachBackend('meter top data', (backend) => {
     const top = new TopData(sourceFromDb(db), { account: 'nope', intervalS: 1 });
     await expect(top.start()).rejects.toThrow('--account "nope": no such account');
   });
-});
+}, { timescale: true });
 
 it('checks statement parameters against their kinds', () => {
   const s = TOP_STATEMENTS['top.events_since'];

@@ -83,8 +83,8 @@ describe('meter top end to end', () => {
     expect(none.stderr).toMatch(/no meter daemon is running .* start one with `meter start`/);
   });
 
-  it('runs live in a terminal: new calls appear, keys work, a resize redraws, q restores the terminal', { timeout: 180_000 }, async () => {
-    const vars = Object.entries({ ...env, METER_LOG_LEVEL: 'silent' }).map(([k, v]) => `${k}=${shellQuote(v)}`).join(' ');
+  it('runs live in a terminal: new calls appear, keys work, NO_COLOR holds, a resize redraws, q restores the terminal', { timeout: 180_000 }, async () => {
+    const vars = Object.entries({ ...env, METER_LOG_LEVEL: 'silent', NO_COLOR: '1' }).map(([k, v]) => `${k}=${shellQuote(v)}`).join(' ');
     const command = `echo BEFORE; env ${vars} ${shellQuote(process.execPath)} --import tsx cli/main.ts top --interval 0.5; ` +
       'echo EXIT=$?; stty -a | grep -o -- "-\\?icanon"; sleep 300';
     await tmux('new-session', '-d', '-s', 'top', '-x', '80', '-y', '24', '-c', packageRoot, command);
@@ -94,6 +94,8 @@ describe('meter top end to end', () => {
     await waitFor(/meter top {2}acme \(pro\)/);
     await waitFor(/ 3 calls /);
     expect(await tmux('display', '-p', '-t', 'top', '#{alternate_on}')).toBe('1\n');
+    // NO_COLOR: no colour, bold or dim anywhere on the screen (-e keeps the escape sequences).
+    expect(await tmux('capture-pane', '-p', '-e', '-t', 'top')).not.toMatch(/\u001B\[(?:[0-9;]*;)?(?:1|2|3[0-8]|9[0-7])(?:;[0-9;]*)?m/);
     for (const line of (await screen()).split('\n')) expect([...line].length).toBeLessThanOrEqual(80);
 
     await call('team=ads,env=e2e');
