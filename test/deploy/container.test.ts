@@ -135,6 +135,9 @@ describe('docker-compose.yml', () => {
 
   it('pins the database image and checks it over TCP', () => {
     expect(db!.image).toMatch(/^timescale\/timescaledb:\d+\.\d+\.\d+-pg\d+$/);
+    // TimescaleDB mode needs 2.23 or newer (its tag rollup aggregate); older runs plain mode
+    const [major, minor] = /:(\d+)\.(\d+)\./.exec(db!.image!)!.slice(1).map(Number) as [number, number];
+    expect(major * 1000 + minor).toBeGreaterThanOrEqual(2023);
     const test = db!.healthcheck!.test;
     expect(test.slice(0, 2)).toEqual(['CMD', 'pg_isready']);
     expect(test[test.indexOf('-h') + 1]).toBe('127.0.0.1');
