@@ -166,7 +166,7 @@ describe('METER_METRICS_PORT and METER_METRICS_MODELS', () => {
   let d: Awaited<ReturnType<typeof daemonWith>>;
 
   beforeAll(async () => {
-    d = await daemonWith({ METER_METRICS_PORT: '0', METER_METRICS_MODELS: 'gpt-4o-2024-08-06, some-other-model' });
+    d = await daemonWith({ METER_METRICS_PORT: '0', METER_METRICS_MODELS: 'gpt-4o-2024-08-06, some-other-model', METER_KEY_REFRESH_MS: '100' });
   });
 
   it('serves /metrics on its own port only, and nothing else there', async () => {
@@ -190,6 +190,20 @@ describe('METER_METRICS_PORT and METER_METRICS_MODELS', () => {
     expect(s.value('meter_calls_total', { provider: 'openai', model: 'other', status_class: '5xx' })).toBe(1);
     expect(s.value('meter_cost_usd_total', { model: 'gpt-4o-2024-08-06' })).toBeGreaterThan(0);
     expect(s.text).not.toContain('fails');
+  });
+
+  it('counts the calls a plan limit refuses, by reason', async () => {
+    await d.daemon.store.query(`UPDATE plans SET rate_limit_per_minute = 1 WHERE name = 'pro'`);
+    const openai = client(d.daemon, d.key);
+    const deadline = Date.now() + 10_000;
+    let refused: unknown;
+    while (!refused && Date.now() < deadline) {
+      refused = await openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] }).then(() => undefined, (e: unknown) => e);
+    }
+    expect((refused as { code?: string }).code).toBe('rate_limited');
+    const s = await scrape(d.daemon.metricsUrl);
+    expect(s.value('meter_refusals_total', { reason: 'rate_limited' })).toBeGreaterThanOrEqual(1);
+    expect(s.value('meter_refusals_total', { reason: 'quota_exceeded' })).toBe(0);
   });
 });
 
