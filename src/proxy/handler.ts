@@ -8,7 +8,7 @@ import { uuidv7 } from '../metering/ids.js';
 import type { CallStart, Metering } from '../metering/types.js';
 import { sendError, type ErrorCode } from '../server/errors.js';
 import type { ProviderSlug } from '../providers/types.js';
-import { hasBody, readAhead, RequestBodyTap } from './body-tap.js';
+import { hasBody, isSmallBody, readAhead, readSmallBody, RequestBodyTap } from './body-tap.js';
 import { ForwardCall } from './forward.js';
 import { GuardedMeter } from './guarded-meter.js';
 import { upstreamRequestHeaders } from './headers.js';
@@ -112,7 +112,14 @@ export function createProxyHandler(deps: ProxyDeps) {
     if (!deps.hardCap?.applies(principal.accountId)) {
       const admission = deps.admitter?.admit(principal, { call: { id, time } });
       if (admission && !admission.ok) return refuse(admission);
-      return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, admission?.headers);
+      if (!hasBody(req) || !isSmallBody(req)) return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, admission?.headers);
+      return readSmallBody(req, (body) => {
+        if (body) return dispatch(req, res, rest, target, start, body, viaMeterKey, admission?.headers);
+        // The client left mid-body: nothing goes upstream, the call is still metered (as a
+        // call the client left, the same event a forwarded one would have made).
+        GuardedMeter.begin(deps.metering, start, deps.logger).end({ completed: false });
+        res.destroy();
+      });
     }
     // Hard cap: the call's worst case comes from its body, so read it before deciding; a call
     // the plan refuses anyway is answered first.
@@ -137,10 +144,11 @@ export function createProxyHandler(deps: ProxyDeps) {
 
   function dispatch(
     req: IncomingMessage, res: ServerResponse, rest: string, target: UpstreamTarget, start: CallStart,
-    body: IncomingMessage | AsyncIterable<Buffer> | undefined, viaMeterKey: boolean, headers: Record<string, string> | undefined,
+    body: IncomingMessage | AsyncIterable<Buffer> | Buffer | undefined, viaMeterKey: boolean, headers: Record<string, string> | undefined,
   ): void {
     const meter = GuardedMeter.begin(deps.metering, start, deps.logger);
-    const tap = body ? new RequestBodyTap() : undefined;
+    const whole = Buffer.isBuffer(body) ? body : undefined;
+    const tap = whole ? RequestBodyTap.whole(whole) : body ? new RequestBodyTap() : undefined;
     const call = new ForwardCall(res, meter, tap, start.id, target, headers, start.startedAt, deps.metrics?.of(target.slug));
     try {
       deps.pools.get(target.origin).dispatch(
@@ -150,7 +158,7 @@ export function createProxyHandler(deps: ProxyDeps) {
           method: req.method!,
           headers: upstreamRequestHeaders(req, viaMeterKey),
           // undici streams an async iterable body (its types only list Readable)
-          body: (tap ? tap.stream(body!) : null) as Readable | null,
+          body: whole ?? ((tap ? tap.stream(body as IncomingMessage | AsyncIterable<Buffer>) : null) as Readable | null),
           headersTimeout: deps.idleTimeoutMs,
           bodyTimeout: deps.idleTimeoutMs,
         },
