@@ -43,7 +43,7 @@ describeEachBackend('plans against the store', (backend) => {
     await book.refresh(db);
     expect(book.get('free')).toMatchObject({ monthlyCallQuota: 10000, maxActiveKeys: 2, rawRetentionDays: 7, rateLimitPerMinute: 60, analytics: ['summary', 'daily'], hardCap: false });
     expect(book.get('pro')).toMatchObject({ monthlyCallQuota: null, maxActiveKeys: 25, rawRetentionDays: 90, rateLimitPerMinute: 3000, hardCap: true, rollupRetentionMonths: 13 });
-  });
+  }, 120_000); // opens the store: the embedded one starts slowly on a busy machine
 
   it('counts month-to-date calls fleet-wide plus local admissions, and refuses past the quota', async () => {
     await db.query(`UPDATE plans SET monthly_call_quota = 10 WHERE name = 'free'`);
