@@ -22,6 +22,21 @@ function textFrame(f: Figures): string {
   return frameLines(f, { width, height }).map((l) => lineText(l).trimEnd()).join('\n') + '\n';
 }
 
+/** Ink clears a frame as tall as the terminal (after a shrink) with ESC[2J ESC[3J; on the
+ *  alternate screen ESC[2J is enough, and ESC[3J would erase the user's scrollback. */
+function withoutScrollbackErase(out: NodeJS.WriteStream): NodeJS.WriteStream {
+  return new Proxy(out, {
+    get(target, prop) {
+      if (prop === 'write') {
+        return (chunk: unknown, ...rest: unknown[]) =>
+          (target.write as (...a: unknown[]) => boolean)(typeof chunk === 'string' ? chunk.replaceAll('\u001B[3J', '') : chunk, ...rest);
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 async function interactive(data: TopData, initial: Figures, intervalS: number): Promise<void> {
   // Ink renders nothing but the last frame when it believes it runs in CI (is-in-ci reads the
   // environment on import); on a real terminal the user wants the live view whatever CI says.
@@ -32,6 +47,7 @@ async function interactive(data: TopData, initial: Figures, intervalS: number): 
   ]);
   process.stdout.write(ALT_SCREEN_ON);
   const app = render(createElement(TopApp, { data, initial, intervalS, color: useColor() }), {
+    stdout: withoutScrollbackErase(process.stdout),
     exitOnCtrlC: true, patchConsole: false, maxFps: 10,
   });
   const stop = () => app.unmount();

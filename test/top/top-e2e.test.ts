@@ -114,15 +114,20 @@ describe('meter top end to end', () => {
     await tmux('send-keys', '-t', 'top', 'x'); // any key closes the help
     await waitFor(/By tag team, month/, 10_000);
 
-    await tmux('resize-window', '-t', 'top', '-x', '160', '-y', '24');
+    await tmux('resize-window', '-t', 'top', '-x', '160', '-y', '30');
     await eventually(async () => (await screen()).split('\n').some((l) => [...l].length > 100), 10_000, 'a frame as wide as the terminal');
     expect((await screen()).match(/meter top {2}acme/g)).toHaveLength(1); // redrawn in place, not appended
+    await tmux('resize-window', '-t', 'top', '-x', '100', '-y', '20');
+    await eventually(async () => {
+      const lines = (await screen()).split('\n');
+      return lines[0]!.startsWith('meter top') && lines.every((l) => [...l].length <= 100) && /^q quit/.test(lines[18] ?? '');
+    }, 10_000, 'a frame of 19 lines within 100 columns');
 
     await tmux('send-keys', '-t', 'top', 'q');
     await waitFor(/EXIT=0/, 20_000);
     const after = await screen();
     expect(await tmux('display', '-p', '-t', 'top', '#{alternate_on} #{cursor_flag}')).toBe('0 1\n');
-    expect(after).not.toContain('meter top');
+    expect(after).not.toMatch(/meter top|provider|By model/); // nothing of the frames is left
     expect(after).toMatch(/BEFORE\nEXIT=0\nicanon/); // the shell's screen, line mode back
   });
 });
