@@ -32,7 +32,7 @@ describe('meter start, as README tells a new user', () => {
 
   it('a bad setting stops it with a message naming the variable', async () => {
     const err = await spawnDaemon('node', ['dist/cli/main.js', 'start'], { METER_PORT: 'eighty' }).catch((e: Error) => e);
-    expect((err as Error).message).toContain('exited with 1');
+    expect((err as Error).message).toContain('exited with 2'); // a bad setting is a usage error
     expect((err as Error).message).toContain('meter: METER_PORT="eighty" is invalid: expected an integer from 0 to 65535');
   });
 
