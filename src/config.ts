@@ -35,6 +35,7 @@ const envSchema = z.object({
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   METER_DATA_DIR: z.string().trim().min(1, 'a directory path').optional(),
   METER_PRICES_FILE: z.string().trim().min(1, 'a path to a JSON or YAML file').optional(),
+  METER_PRICES_REMOTE: url(['https:', 'http:', 'file:']).optional(),
   METER_FLUSH_INTERVAL_MS: int(10, 60_000).optional(),
   METER_SMTP_URL: url(['smtp:', 'smtps:']).optional(),
   METER_LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
@@ -58,6 +59,8 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   pricesFile: string | undefined;
+  /** Price data fetched at start and every 24 h (genai-prices data format); unset: no fetching. */
+  pricesRemote: string | undefined;
   flushIntervalMs: number;
   smtpUrl: string | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
@@ -204,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     databaseUrl: e.DATABASE_URL as string | undefined,
     dataDir: (e.METER_DATA_DIR as string | undefined) ?? DEFAULTS.METER_DATA_DIR!,
     pricesFile: e.METER_PRICES_FILE as string | undefined,
+    pricesRemote: e.METER_PRICES_REMOTE as string | undefined,
     flushIntervalMs: (e.METER_FLUSH_INTERVAL_MS as number | undefined) ?? 200,
     smtpUrl: e.METER_SMTP_URL as string | undefined,
     logLevel: (e.METER_LOG_LEVEL as Config['logLevel'] | undefined) ?? 'info',

@@ -1,6 +1,6 @@
 /**
  * daily, summary and by-tag: read only the rollups (usage_daily, usage_tag_daily), never raw
- * events (DESIGN "Storage": ~1 ms on rollups, hundreds of ms on raw events at 5M rows). Sums
+ * events (but for the summary's unpriced count, from a partial index of unpriced events only) (DESIGN "Storage": ~1 ms on rollups, hundreds of ms on raw events at 5M rows). Sums
  * stay NUMERIC in SQL and reach the JSON as their decimal text (json.ts).
  */
 import { toUnits, utilizationPct } from '../budget/money.js';
@@ -55,20 +55,30 @@ GROUP BY provider, model
 ORDER BY sum(spend) DESC, sum(requests) DESC, provider, model`;
 
 interface TotalsRow { spend: string; requests: string; budget: string | null; hard_cap: boolean }
+
+/** The month's calls recorded without a price: the one raw-event read of the summary, through
+ *  the small partial index of sql/030 (only unpriced rows are in it). Counts what is still held
+ *  as raw events, i.e. what `meter pricing reprice` can still price. */
+const UNPRICED_SQL = `
+SELECT count(*)::text AS n FROM usage_events
+WHERE account_id = $1 AND unpriced
+  AND time >= $2::date::timestamp AT TIME ZONE 'UTC' AND time < $3::date::timestamp AT TIME ZONE 'UTC'`;
 interface ModelRow { provider: string; model: string; spend: string; requests: string; input_tokens: string; output_tokens: string }
 
 export async function summary(db: Queryable, accountId: string, now: Date): Promise<JsonValue> {
   const { month, from, to } = currentMonth(now);
   const params = [accountId, from, to];
-  const [totals, models] = await Promise.all([
+  const [totals, models, unpriced] = await Promise.all([
     db.query<TotalsRow>(SUMMARY_TOTALS_SQL, params),
     db.query<ModelRow>(SUMMARY_BY_MODEL_SQL, params),
+    db.query<{ n: string }>(UNPRICED_SQL, params),
   ]);
   const t = totals[0]!;
   return {
     month,
     spend: money(t.spend),
     requests: integer(t.requests),
+    unpriced_requests: integer(unpriced[0]?.n ?? '0'),
     budget: t.budget === null ? null : money(t.budget),
     // Truncated to 2 decimals like `meter budget show` and the alerts: never rounds up to a level.
     budget_utilization_pct: t.budget === null ? null : money(utilizationPct(toUnits(t.spend), toUnits(t.budget))),

@@ -77,19 +77,28 @@ export function compileCatalogueModel(info: ModelInfo): CompiledModel | null {
   if (hit !== undefined) return hit;
   let result: CompiledModel | null = null;
   try {
-    const raw: ConditionalPrice[] = Array.isArray(info.prices) ? info.prices : [{ prices: info.prices }];
-    const entries: PriceEntry[] = raw.map((c) => {
-      const entry: PriceEntry = { prices: convertPrices(c.prices) };
-      if (c.constraint) entry.constraint = convertConstraint(c.constraint);
-      return entry;
-    });
-    // A model with no token prices at all (OCR pages, audio hours) cannot be priced from our usage.
-    if (entries.length && entries.some((e) => TOKEN_CLASSES.some((c) => e.prices[c] !== undefined))) result = { id: info.id, entries };
+    result = compileCatalogueModelStrict(info);
   } catch {
     result = null;
   }
   compiled.set(info, result);
   return result;
+}
+
+/** Like compileCatalogueModel, but a price that is not a valid exact decimal throws, naming it
+ *  (price data files are checked with it before they are used). */
+export function compileCatalogueModelStrict(info: ModelInfo): CompiledModel | null {
+  const raw: ConditionalPrice[] = Array.isArray(info.prices) ? info.prices : [{ prices: info.prices }];
+  const entries: PriceEntry[] = raw.map((c) => {
+    if (typeof c !== 'object' || c === null || typeof c.prices !== 'object' || c.prices === null) {
+      throw new Error('expected a mapping of prices');
+    }
+    const entry: PriceEntry = { prices: convertPrices(c.prices) };
+    if (c.constraint) entry.constraint = convertConstraint(c.constraint);
+    return entry;
+  });
+  // A model with no token prices at all (OCR pages, audio hours) cannot be priced from our usage.
+  return entries.length && entries.some((e) => TOKEN_CLASSES.some((c) => e.prices[c] !== undefined)) ? { id: info.id, entries } : null;
 }
 
 function convertPrices(mp: ModelPrice): PriceSet {
@@ -104,6 +113,9 @@ function convertPrices(mp: ModelPrice): PriceSet {
 
 function convertTiered(v: number | { base: number; tiers: { start: number; price: number }[] }, key: string): TieredDec {
   if (typeof v === 'number') return { base: dec(v, key), tiers: [] };
+  if (typeof v !== 'object' || v === null || !Array.isArray(v.tiers) || v.tiers.some((t) => typeof t?.start !== 'number' || !Number.isSafeInteger(t.start) || t.start < 0)) {
+    throw new Error(`invalid catalogue price ${key}: expected a number or {base, tiers: [{start, price}]}`);
+  }
   const tiers = v.tiers
     .map((t) => ({ start: t.start, price: dec(t.price, key) }))
     .sort((a, b) => a.start - b.start);
@@ -111,7 +123,7 @@ function convertTiered(v: number | { base: number; tiers: { start: number; price
 }
 
 function dec(n: number, key: string): Dec {
-  const d = parseDecimal(n);
+  const d = typeof n === 'number' ? parseDecimal(n) : null;
   if (!d) throw new Error(`invalid catalogue price ${key}: ${String(n)}`);
   return d;
 }
@@ -131,7 +143,11 @@ export function parseTimeOfDay(text: string): number {
   return (((local - offset) % 86400) + 86400) % 86400;
 }
 
-export function convertConstraint(c: NonNullable<ConditionalPrice['constraint']>): PriceConstraint {
+export function convertConstraint(given: NonNullable<ConditionalPrice['constraint']>): PriceConstraint {
+  // Older data files leave out `type`; genai-prices infers it from the fields, and so do we.
+  const c = given.type !== undefined ? given : 'start_date' in given
+    ? { ...(given as object), type: 'start_date' } as typeof given
+    : { ...(given as object), type: 'time_of_date' } as typeof given;
   if (c.type === 'start_date') {
     // Same reading as the catalogue: a bare date is midnight UTC.
     const atMs = new Date(c.start_date).getTime();

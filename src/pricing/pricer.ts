@@ -1,6 +1,5 @@
-import {
-  catalogueVersion, compileCatalogueModel, findCatalogueModel, normaliseModelName,
-} from './catalogue.js';
+import { compileCatalogueModel, findCatalogueModel, normaliseModelName } from './catalogue.js';
+import { activePriceTable, priceTableGeneration } from './price-data.js';
 import { costString, ZERO_COST } from './cost.js';
 import { formatRatio, serviceTierRatio } from './service-tiers.js';
 import {
@@ -33,19 +32,45 @@ const CACHE_LIMIT = 5000;
  * stops the daemon); `cost()` is then a cached lookup plus BigInt arithmetic, with no I/O.
  */
 export class Pricer {
-  readonly priceVersion: string;
   readonly overrides: Overrides | undefined;
   readonly #cache = new Map<string, Resolution | null>();
   /** Exact override keys that are catalogue model ids: an override for `gpt-4o` also prices
    *  `gpt-4o-2024-08-06`, the name OpenAI answers with. */
   readonly #byCatalogueId = new Map<string, ModelOverride>();
+  readonly #label: string;
+  /** The price table the cache and the version were built for (another one may be put in force). */
+  #generation = -1;
+  #priceVersion = '';
 
   constructor(options: PricerOptions = {}) {
-    const label = options.label ?? PRICES_FILE_ENV;
+    this.#label = options.label ?? PRICES_FILE_ENV;
     this.overrides = options.overrides
-      ?? (options.pricesFile ? loadOverridesFile(options.pricesFile, label) : undefined);
-    this.priceVersion = catalogueVersion() + (this.overrides ? `+ovr:${this.overrides.hash}` : '');
-    if (this.overrides) this.#indexCatalogueNames(this.overrides, label);
+      ?? (options.pricesFile ? loadOverridesFile(options.pricesFile, this.#label) : undefined);
+    this.#sync(true);
+  }
+
+  /** Names the price table in force plus the overrides: `genai-prices@0.1.8+ovr:1a2b3c4d`. */
+  get priceVersion(): string {
+    this.#sync(false);
+    return this.#priceVersion;
+  }
+
+  /** Follows the table in force (price-data.ts): a new one empties the cache. At construction a
+   *  prices file that names what the table lacks is an error; after a table change it is not
+   *  (those models are then unpriced, and warned about as such). */
+  #sync(strict: boolean): void {
+    const gen = priceTableGeneration();
+    if (gen === this.#generation) return;
+    this.#generation = gen;
+    this.#cache.clear();
+    this.#byCatalogueId.clear();
+    this.#priceVersion = activePriceTable().version + (this.overrides ? `+ovr:${this.overrides.hash}` : '');
+    if (!this.overrides) return;
+    try {
+      this.#indexCatalogueNames(this.overrides, this.#label);
+    } catch (err) {
+      if (strict) throw err;
+    }
   }
 
   /** A Pricer for the daemon's environment: METER_PRICES_FILE when set. */
@@ -56,6 +81,7 @@ export class Pricer {
 
   /** The prices for a provider's model (overrides first, then the catalogue), or null. */
   resolve(provider: ProviderSlug, model: string): Resolution | null {
+    this.#sync(false);
     const name = normaliseModelName(model);
     if (!name) return null;
     const key = `${provider}\u0000${name}`;
@@ -159,6 +185,6 @@ export class Pricer {
   }
 
   private catalogueName(): string {
-    return this.priceVersion.split('+')[0]!;
+    return activePriceTable().version;
   }
 }

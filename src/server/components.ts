@@ -3,12 +3,15 @@ import { analyticsComponent } from '../analytics/index.js';
 import { createBudgetMonitor, hardCapFor } from '../budget/index.js';
 import { meteringComponent, meteringFor } from '../metering/index.js';
 import { plansFor } from '../plans/index.js';
+import { priceTableComponent } from '../pricing/component.js';
 import { proxyComponent } from '../proxy/component.js';
 import { aggregateRefresher } from '../store/timescale/refresher.js';
 import type { ComponentFactory } from './daemon.js';
 
 /** Every feature of the daemon, in start order (stopped in reverse). */
 export const components: ComponentFactory[] = [
+  // The price table in force (the saved copy, METER_PRICES_REMOTE) before the first call is priced.
+  priceTableComponent,
   // The event writer starts first and stops last: every drained call's event is written before exit.
   meteringComponent,
   // Plan limits (rate limit, monthly quota) kept fresh in memory, and retention.

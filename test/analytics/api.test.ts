@@ -111,6 +111,7 @@ describeEachBackend('analytics API', (backend) => {
       month: '2026-05',
       spend: '123456789012.65000001',
       requests: '5',
+      unpriced_requests: '0',
       budget: null,
       budget_utilization_pct: null,
       hard_cap: false,

@@ -124,7 +124,7 @@ describeEachBackend('analytics sums equal raw-event sums', (backend) => {
       }).filter((m) => m.requests !== '0').sort(bySpendDesc);
       const r = await api.get('/analytics/summary', a.key);
       expect(r.body).toEqual({
-        month: '2026-05', ...sum(month), budget: null, budget_utilization_pct: null, hard_cap: false, by_model: models,
+        month: '2026-05', ...sum(month), unpriced_requests: '0', budget: null, budget_utilization_pct: null, hard_cap: false, by_model: models,
       });
     }
   });
