@@ -12,6 +12,7 @@ import type { Pricer } from './pricer.js';
 import { COST_DECIMALS } from './cost.js';
 import { usageFromStored, type StoredUsage } from '../metering/event-units.js';
 import type { ProviderSlug } from '../providers/types.js';
+import { aggregateNames } from '../store/timescale/maintenance.js';
 import type { Db } from '../store/types.js';
 
 export interface RepriceChange {
@@ -182,9 +183,12 @@ export async function repriceUnpriced(db: Db, pricer: Pricer, since: Date, opts:
 /** Continuous aggregates recompute whole days from the raw rows: each touched day, one CALL
  *  per aggregate, each its own statement outside any transaction. */
 async function refreshDays(db: Db, days: string[]): Promise<void> {
+  const names = await aggregateNames(db);
   for (const day of days.sort()) {
-    for (const view of ['usage_daily', 'usage_tag_daily']) {
-      await db.query(`CALL refresh_continuous_aggregate('${view}', $1::timestamptz, $1::timestamptz + interval '1 day')`, [`${day}T00:00:00Z`]);
+    const start = `${day}T00:00:00Z`;
+    const end = new Date(Date.parse(start) + 86_400_000).toISOString();
+    for (const name of names) {
+      await db.query(`CALL refresh_continuous_aggregate('${name.replace(/'/g, "''")}', '${start}', '${end}')`);
     }
   }
 }
