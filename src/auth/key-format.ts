@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A service key: `mk_<12 hex public id>_<secret>` (CONTRACT §5). */
 export interface ServiceKeyParts {
@@ -43,7 +43,7 @@ export function parseServiceKey(token: string): ServiceKeyParts | undefined {
 /** SHA-256 of the secret. The secret has 256 bits of entropy, so a fast hash is the right
  *  one: there is nothing to brute-force, and a slow KDF would cost every call. */
 export function hashSecret(secret: string): Buffer {
-  return createHash('sha256').update(secret).digest();
+  return hash('sha256', secret, 'buffer'); // one-shot: half the cost of createHash().update().digest()
 }
 
 export function secretMatches(secret: string, expectedHash: Buffer): boolean {
