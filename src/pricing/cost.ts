@@ -1,7 +1,7 @@
 import { coefAt, divRoundHalfEven, formatFixed, type Dec, type Ratio } from './decimal.js';
 import type { Usage } from '../providers/types.js';
 import type { CompiledModel, PriceEntry, PriceSet, ResolvedModel, TieredDec } from './types.js';
-import { PRICE_CLASSES, SUPER_UNITS, UNITS, unitLeaves, unitTotals, type PriceClass } from './units.js';
+import { leafPlan, PRICE_CLASSES, SUPER_UNITS, UNITS, unitLeaves, unitTotals, type LeafPlan, type PriceClass } from './units.js';
 
 /** Costs are stored as NUMERIC(20,8): rounded once, half-even, to this many decimals. */
 export const COST_DECIMALS = 8;
@@ -60,14 +60,15 @@ export function classPrice(prices: PriceSet, cls: PriceClass): { price: TieredDe
   return undefined;
 }
 
-const pricedClasses = new WeakMap<PriceSet, PriceClass[]>();
-function pricedOf(prices: PriceSet): PriceClass[] {
-  let c = pricedClasses.get(prices);
-  if (!c) {
-    c = PRICE_CLASSES.filter((k) => prices[k] !== undefined);
-    pricedClasses.set(prices, c);
+const plans = new WeakMap<PriceSet, LeafPlan>();
+/** Computed once per price set: the per-call work is then subtraction only. */
+function planOf(prices: PriceSet): LeafPlan {
+  let p = plans.get(prices);
+  if (!p) {
+    p = leafPlan(PRICE_CLASSES.filter((k) => prices[k] !== undefined));
+    plans.set(prices, p);
   }
-  return c;
+  return p;
 }
 
 /**
@@ -75,8 +76,8 @@ function pricedOf(prices: PriceSet): PriceClass[] {
  * rule: a class without a price of its own stays inside the class that contains it).
  */
 export function splitUsage(usage: Usage, prices?: PriceSet): Map<PriceClass, number> {
-  const priced = prices ? pricedOf(prices) : PRICE_CLASSES.filter((c) => c !== 'request');
-  return unitLeaves(unitTotals(usage), priced);
+  const plan = prices ? planOf(prices) : leafPlan(PRICE_CLASSES.filter((c) => c !== 'request'));
+  return unitLeaves(unitTotals(usage), plan);
 }
 
 /**
@@ -86,7 +87,7 @@ export function splitUsage(usage: Usage, prices?: PriceSet): Map<PriceClass, num
 export function costUnits(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): bigint {
   const { prices } = selectEntry(resolved.model, time);
   const totals = unitTotals(usage);
-  const leaves = unitLeaves(totals, pricedOf(prices));
+  const leaves = unitLeaves(totals, planOf(prices));
 
   const terms: { n: bigint; price: Dec; tokens: boolean }[] = [];
   let scale = MIN_PRICE_SCALE;

@@ -96,37 +96,52 @@ function count(n: number | undefined): number {
 /** Every class's total as reported (a call is one request), clamped so no part exceeds a whole
  *  that contains it: metering never throws on inconsistent counts. */
 export function unitTotals(usage: Usage): Record<PriceClass, number> {
-  const t = Object.fromEntries(PRICE_CLASSES.map((c) => [c, 0])) as Record<PriceClass, number>;
-  t.input = count(usage.inputTokens);
-  t.cache_read = count(usage.cachedInputTokens);
-  t.cache_write = count(usage.cacheWriteTokens);
-  t.cache_write_1h = count(usage.cacheWrite1hTokens);
-  t.output = count(usage.outputTokens);
-  t.request = 1;
+  const input = count(usage.inputTokens);
+  const cacheRead = Math.min(count(usage.cachedInputTokens), input);
+  const cacheWrite = Math.min(count(usage.cacheWriteTokens), input - cacheRead);
+  const t: Record<PriceClass, number> = {
+    input, cache_read: cacheRead, cache_write: cacheWrite,
+    cache_write_1h: Math.min(count(usage.cacheWrite1hTokens), cacheWrite),
+    input_audio: 0, cache_audio_read: 0, input_image: 0, cache_image_read: 0, input_video: 0,
+    output: count(usage.outputTokens), output_audio: 0, output_image: 0, output_video: 0,
+    web_search: 0, request: 1,
+  };
   if (usage.units) {
-    for (const [k, v] of Object.entries(usage.units) as [ExtraUnit, number][]) {
-      const cls = EXTRA_CLASS[k];
-      if (cls) t[cls] = count(v);
+    // Least specific first, so a part is clamped to its already clamped wholes.
+    for (const cls of EXTRA_ORDER) {
+      let v = count(usage.units[CLASS_EXTRA[cls]]);
+      if (v === 0) continue;
+      for (const sup of SUPER_UNITS[cls]) if (v > t[sup]) v = t[sup];
+      t[cls] = v;
     }
   }
-  for (const c of PRICE_CLASSES) for (const sup of SUPER_UNITS[c]) if (t[c] > t[sup]) t[c] = t[sup];
-  t.cache_write = Math.min(t.cache_write, t.input - t.cache_read);
-  t.cache_write_1h = Math.min(t.cache_write_1h, t.cache_write);
   return t;
 }
 
-/**
- * The disjoint leaves of a call for a model's priced classes (most specific first): each priced
- * class keeps its total minus what its priced sub-units took. Cache reads and writes together
- * never exceed input: a write is clamped to what reads leave.
- */
-export function unitLeaves(totals: Record<PriceClass, number>, priced: readonly PriceClass[]): Map<PriceClass, number> {
+const CLASS_EXTRA = Object.fromEntries(
+  (Object.entries(EXTRA_CLASS) as [ExtraUnit, PriceClass | null][]).filter(([, c]) => c !== null).map(([k, c]) => [c, k]),
+) as Record<PriceClass, ExtraUnit>;
+const EXTRA_ORDER = (Object.keys(CLASS_EXTRA) as PriceClass[])
+  .sort((a, b) => Object.keys(UNITS[a].dims).length - Object.keys(UNITS[b].dims).length);
+
+/** A price set's classes, most specific first, each with the priced classes it contains. */
+export type LeafPlan = readonly { cls: PriceClass; subs: readonly PriceClass[] }[];
+
+export function leafPlan(priced: readonly PriceClass[]): LeafPlan {
   const order = [...priced].sort((a, b) => Object.keys(UNITS[b].dims).length - Object.keys(UNITS[a].dims).length);
+  return order.map((cls) => ({ cls, subs: SUB_UNITS[cls].filter((d) => priced.includes(d)) }));
+}
+
+/**
+ * The disjoint leaves of a call for a model's priced classes: each priced class keeps its total
+ * minus what its priced sub-units took (the catalogue's rule).
+ */
+export function unitLeaves(totals: Record<PriceClass, number>, plan: LeafPlan): Map<PriceClass, number> {
   const leaves = new Map<PriceClass, number>();
-  for (const c of order) {
-    let v = totals[c];
-    for (const d of SUB_UNITS[c]) v -= leaves.get(d) ?? 0;
-    leaves.set(c, Math.max(0, v));
+  for (const { cls, subs } of plan) {
+    let v = totals[cls];
+    for (const d of subs) v -= leaves.get(d)!;
+    leaves.set(cls, v > 0 ? v : 0);
   }
   return leaves;
 }

@@ -69,6 +69,31 @@ describe('every billed unit at its price, exactly', () => {
     expect(r.tierMultiplier).toBe(tier);
   });
 
+  it('service tiers: priority per model, standard for a model without a priority price', () => {
+    const u = (serviceTier: string) => ({ inputTokens: 1000, outputTokens: 100, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0, serviceTier });
+    // gpt-5-mini $0.25 / $2 at priority 1.8×: (1000×0.25 + 100×2) × 1.8 = 810 µ$
+    expect(pricer.cost({ provider: 'openai', model: 'gpt-5-mini', usage: u('priority'), time: AT })).toMatchObject({ cost: '0.00081000', tierMultiplier: '1.8' });
+    // gpt-4o-mini at priority 5/3: (1000×0.15 + 100×0.6) × 5/3 = 350 µ$ exactly
+    expect(pricer.cost({ provider: 'openai', model: 'gpt-4o-mini', usage: u('priority'), time: AT })).toMatchObject({ cost: '0.00035000', tierMultiplier: '1.66666666…' });
+    // gpt-5-nano has no priority price: standard, 1000×0.05 + 100×0.4 = 90 µ$
+    const nano = pricer.cost({ provider: 'openai', model: 'gpt-5-nano', usage: u('priority'), time: AT });
+    expect(nano.cost).toBe('0.00009000');
+    expect(nano.tierMultiplier).toBeUndefined();
+    // Gemini priority 1.8×: gemini-2.5-flash (1000×0.3 + 100×2.5) × 1.8 = 990 µ$; Groq flex is the on-demand price.
+    expect(pricer.cost({ provider: 'gemini', model: 'gemini-2.5-flash', usage: u('priority'), time: AT }).cost).toBe('0.00099000');
+    expect(pricer.cost({ provider: 'groq', model: 'llama-3.3-70b-versatile', usage: u('flex'), time: AT }).cost)
+      .toBe(pricer.cost({ provider: 'groq', model: 'llama-3.3-70b-versatile', usage: u('on_demand'), time: AT }).cost);
+  });
+
+  it('inconsistent counts are clamped, never negative: more audio than input is all audio', () => {
+    // gpt-audio: 100 prompt tokens reported, 150 of them "audio": billed as 100 audio × $32 = 3200 µ$.
+    const r = pricer.cost({ provider: 'openai', model: 'gpt-audio', time: AT, usage: {
+      inputTokens: 100, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0,
+      units: { input_audio_tokens: 150 },
+    } });
+    expect(r.cost).toBe('0.00320000');
+  });
+
   it('a prices file adds a grounding price to the catalogue model (its token prices stay)', () => {
     const p = new Pricer({ pricesFile: tempFile('grounding.yaml', 'providers:\n  gemini:\n    models:\n      gemini-2.5-flash:\n        web_searches_kcount: 35\n') });
     // 414.1 µ$ of tokens + 2 queries × $35/1000
