@@ -50,6 +50,13 @@ const envSchema = z.object({
     .optional(),
   METER_STORE: z.enum(['postgres', 'timescale']).optional(),
   METER_DB_POOL_MAX: int(1, 1000).optional(),
+  METER_MAX_HEADER_BYTES: int(1_024, 1_048_576).optional(),
+  METER_MAX_HEADERS: int(8, 1_000).optional(),
+  METER_HEADERS_TIMEOUT_MS: int(500, 600_000).optional(),
+  METER_MAX_CONNECTIONS: int(1, 1_000_000).optional(),
+  METER_MAX_BODY_BYTES: int(1_024, 17_179_869_184).optional(),
+  METER_METERING_BODY_BYTES: int(1_024, 268_435_456).optional(),
+  METER_MAX_DECODED_BYTES: int(1_024, 17_179_869_184).optional(),
   ...Object.fromEntries(PROVIDER_SLUGS.map((s) => [upstreamVar(s), url(['http:', 'https:']).optional()])),
 });
 
@@ -79,8 +86,27 @@ export interface Config {
   store: 'postgres' | 'timescale' | undefined;
   /** Connections per sidecar (METER_DB_POOL_MAX). */
   dbPoolMax: number;
+  /** Limits of the daemon's port (README "Security"): each is answered with its own status. */
+  limits: Readonly<Limits>;
   /** Base address override per provider (origin + base path), from METER_UPSTREAM_<SLUG>. */
   upstreams: Partial<Record<ProviderSlug, string>>;
+}
+
+export interface Limits {
+  /** Request line plus headers, in bytes: 431 beyond. */
+  maxHeaderBytes: number;
+  /** Header fields in a request: 431 beyond. */
+  maxHeaders: number;
+  /** Time for a client to send its request headers (slow clients): 408 after it. */
+  headersTimeoutMs: number;
+  /** Open client connections: 503 (and close) for the next one. */
+  maxConnections: number;
+  /** A proxied request body: 413 beyond (nothing forwarded when Content-Length says so). */
+  maxBodyBytes: number;
+  /** A request body is kept for metering (the model, the hard cap's worst case) up to this. */
+  meteringBodyBytes: number;
+  /** A compressed provider response is decoded for metering up to this, then decoding stops. */
+  maxDecodedBytes: number;
 }
 
 /** Flags of `meter start` that mirror variables; a flag wins over its variable. */
@@ -102,6 +128,13 @@ export const DEFAULTS: Readonly<Record<string, string>> = {
   METER_IDLE_TIMEOUT_MS: '300000',
   METER_KEY_REFRESH_MS: '2000',
   METER_DB_POOL_MAX: '10',
+  METER_MAX_HEADER_BYTES: '32768',
+  METER_MAX_HEADERS: '100',
+  METER_HEADERS_TIMEOUT_MS: '10000',
+  METER_MAX_CONNECTIONS: '10000',
+  METER_MAX_BODY_BYTES: '536870912',
+  METER_METERING_BODY_BYTES: '4194304',
+  METER_MAX_DECODED_BYTES: '67108864',
 };
 
 /** METER_* names that are not daemon settings but are read elsewhere (an application's own
@@ -201,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     const value = e[upstreamVar(slug)];
     if (typeof value === 'string') upstreams[slug] = value.replace(/\/+$/, '');
   }
+  const limit = (name: string) => (e[name] as number | undefined) ?? Number(DEFAULTS[name]);
   return Object.freeze({
     host: (e.METER_HOST as string | undefined) ?? DEFAULTS.METER_HOST!,
     port: (e.METER_PORT as number | undefined) ?? Number(DEFAULTS.METER_PORT),
@@ -219,6 +253,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     metricsModels: Object.freeze((parsed.data.METER_METRICS_MODELS as string[] | undefined) ?? []),
     store: e.METER_STORE as Config['store'],
     dbPoolMax: (e.METER_DB_POOL_MAX as number | undefined) ?? 10,
+    limits: Object.freeze({
+      maxHeaderBytes: limit('METER_MAX_HEADER_BYTES'),
+      maxHeaders: limit('METER_MAX_HEADERS'),
+      headersTimeoutMs: limit('METER_HEADERS_TIMEOUT_MS'),
+      maxConnections: limit('METER_MAX_CONNECTIONS'),
+      maxBodyBytes: limit('METER_MAX_BODY_BYTES'),
+      meteringBodyBytes: limit('METER_METERING_BODY_BYTES'),
+      maxDecodedBytes: limit('METER_MAX_DECODED_BYTES'),
+    }),
     upstreams: Object.freeze(upstreams),
   });
 }

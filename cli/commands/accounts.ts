@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createAccount, listAccounts, setAccountPlan } from '../../src/auth/accounts.js';
+import { adminCall } from '../../src/admin/client.js';
 import { printJson, printTable, withStore } from '../context.js';
 
 export function registerAccounts(program: Command): void {
@@ -14,7 +14,7 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print the account as JSON')
     .action(async (name: string, opts: { plan: string; json?: boolean }) => {
       await withStore(async (store) => {
-        const account = await createAccount(store, name, opts.plan);
+        const account = await adminCall(store, 'accounts.create', { name, plan: opts.plan });
         if (opts.json) printJson({ name: account.name, plan: account.plan, created_at: account.created_at });
         else process.stdout.write(`created account ${account.name} (plan ${account.plan})\n`);
       });
@@ -26,7 +26,7 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const rows = await listAccounts(store);
+        const rows = await adminCall(store, 'accounts.list', {});
         if (opts.json) printJson(rows);
         else printTable(rows as unknown as Record<string, unknown>[], ['name', 'plan', 'active_keys', 'created_at']);
       });
@@ -38,7 +38,7 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (name: string, plan: string, opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const r = await setAccountPlan(store, name, plan);
+        const r = await adminCall(store, 'accounts.setPlan', { name, plan });
         if (opts.json) printJson({ name: r.name, plan: r.plan, previous_plan: r.previous });
         else process.stdout.write(`account ${r.name}: plan ${r.previous} -> ${r.plan}\n`);
       });

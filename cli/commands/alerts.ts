@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { ChannelKind } from '../../src/alerts/alert.js';
-import { addChannel, displayTarget, listChannels, removeChannel, validateSecret, validateTarget } from '../../src/alerts/channels-admin.js';
-import { sendTestAlerts } from '../../src/alerts/test-send.js';
+import { adminCall } from '../../src/admin/client.js';
+import { displayTarget, validateSecret, validateTarget } from '../../src/alerts/channels-admin.js';
 import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
 import type { StoreRunner } from './budget.js';
 
@@ -54,7 +54,7 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
         if (kind === 'email' && !config.smtpUrl) {
           throw new UsageError('--email needs METER_SMTP_URL (e.g. smtp://user:pass@smtp.example.com:587): set it here and for every daemon, then add the channel again');
         }
-        const added = await addChannel(store, opts.account, kind, target, secret);
+        const added = await adminCall(store, 'alerts.add', { account: opts.account, kind, target, secret });
         const shown = { ...added, target: displayTarget(kind, added.target) };
         if (opts.json) return printJson(shown);
         out(`added ${kind} channel ${added.id} for ${added.account}: ${shown.target}`);
@@ -69,7 +69,7 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print JSON')
     .action(async (opts: { account?: string; json?: boolean }) => {
       await run(async (store) => {
-        const rows = await listChannels(store, opts.account);
+        const rows = await adminCall(store, 'alerts.list', { account: opts.account });
         if (opts.json) return printJson(rows);
         printTable(rows as unknown as Record<string, unknown>[], ['id', 'account', 'kind', 'target', 'last_status', 'last_attempt_at', 'last_detail']);
       });
@@ -81,7 +81,7 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print {"id","account","kind"}')
     .action(async (id: string, opts: { json?: boolean }) => {
       await run(async (store) => {
-        const gone = await removeChannel(store, id);
+        const gone = await adminCall(store, 'alerts.remove', { id });
         if (opts.json) return printJson({ id, account: gone.account, kind: gone.kind });
         out(`removed ${gone.kind} channel ${id} of ${gone.account}`);
       });
@@ -94,23 +94,21 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print [{"id","kind","ok","detail","duration_ms"}] (a failure still exits 1)')
     .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store, config) => {
-        const results = await sendTestAlerts(store, opts.account, { timeoutMs: 10_000, smtpUrl: config.smtpUrl });
+        const results = await adminCall(store, 'alerts.test', { account: opts.account }, { smtpUrl: config.smtpUrl });
         if (results.length === 0) {
           throw new CliError(`account ${opts.account} has no alert channels (add one with \`meter alerts add --account ${opts.account} …\`)`);
         }
         if (opts.json) {
-          printJson(results.map((r) => ({
-            id: r.channel.id, kind: r.channel.kind, ok: r.result.ok, detail: r.detail, duration_ms: Math.round(r.result.durationMs),
-          })));
+          printJson(results);
         } else {
           for (const r of results) {
-            out(`${r.result.ok ? 'ok    ' : 'FAILED'}  ${r.channel.kind.padEnd(7)}  ${r.channel.id}  ${r.detail} (${Math.round(r.result.durationMs)} ms)`);
+            out(`${r.ok ? 'ok    ' : 'FAILED'}  ${r.kind.padEnd(7)}  ${r.id}  ${r.detail} (${r.duration_ms} ms)`);
           }
         }
-        const failed = results.filter((r) => !r.result.ok);
+        const failed = results.filter((r) => !r.ok);
         if (failed.length > 0) {
           throw new CliError(`alerts test: ${failed.length} of ${results.length} channels failed: ` +
-            failed.map((r) => `${r.channel.kind} ${r.channel.id} (${r.detail})`).join('; '));
+            failed.map((r) => `${r.kind} ${r.id} (${r.detail})`).join('; '));
         }
       });
     });

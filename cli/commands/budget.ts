@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { clearBudget, setBudget, showBudget, type BudgetView } from '../../src/budget/admin.js';
+import { adminCall } from '../../src/admin/client.js';
+import type { BudgetView } from '../../src/budget/admin.js';
 import { raw, rawOrNull, type JsonValue } from '../../src/budget/json.js';
 import { parseBudgetUsd } from '../../src/budget/money.js';
 import type { Config } from '../../src/config.js';
@@ -46,8 +47,8 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
           'at most 12 digits before the point and 8 after (e.g. 250 or 99.5)');
       }
       await run(async (store) => {
-        const result = await setBudget(store, opts.account, usd, opts.hardCap === true);
-        if (opts.json) return printJson(budgetJson(await showBudget(store, opts.account)));
+        const result = await adminCall(store, 'budget.set', { account: opts.account, monthlyUsd: usd, hardCap: opts.hardCap === true });
+        if (opts.json) return printJson(budgetJson(result.view));
         out(`budget of ${opts.account}: $${usd} a month${opts.hardCap ? ', hard cap on' : ''}`);
         if (result.rearmed.length) {
           out(`alerts at ${result.rearmed.map((l) => `${l}%`).join(', ')} will fire again when the new budget reaches them`);
@@ -62,7 +63,7 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print {"account","month","budget","hard_cap","spend","utilization_pct","levels_fired"}')
     .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store) => {
-        const view = await showBudget(store, opts.account);
+        const view = await adminCall(store, 'budget.show', { account: opts.account });
         if (opts.json) printJson(budgetJson(view));
         else printBudget(view);
       });
@@ -75,7 +76,7 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print {"account","cleared"}')
     .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store) => {
-        const cleared = await clearBudget(store, opts.account);
+        const cleared = await adminCall(store, 'budget.clear', { account: opts.account });
         if (opts.json) return printJson({ account: opts.account, cleared });
         out(cleared ? `budget of ${opts.account} cleared` : `${opts.account} had no budget`);
       });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../src/config.js';
 import type { Store } from '../../src/store/index.js';
+import { adminCall } from '../../src/admin/client.js';
 import { printJson, withStore } from '../context.js';
 
 export function registerMigrate(program: Command): void {
@@ -24,7 +25,7 @@ export function registerMigrate(program: Command): void {
 
 /** Where the schema now stands. */
 async function report(store: Store, json?: boolean, conversion?: 'converted' | 'already'): Promise<void> {
-  const rows = await store.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version');
+  const rows = await adminCall(store, 'schema.versions', {});
   const latest = rows.at(-1);
   if (json) {
     printJson({ store: store.kind, ...(conversion ? { conversion } : {}), version: latest?.version ?? 0, migrations: rows });

@@ -1,24 +1,15 @@
 import type { Command } from 'commander';
-import { loadPlans, type Plan } from '../../src/plans/plans.js';
+import { adminCall } from '../../src/admin/client.js';
+import type { AdminArgs } from '../../src/admin/commands.js';
+import { PLAN_ANALYTICS, type Plan, type PlanEdits } from '../../src/plans/plans.js';
 import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
 
-const ANALYTICS = ['summary', 'daily', 'by-tag', 'events'];
+const ANALYTICS: readonly string[] = PLAN_ANALYTICS;
 
 const positive = (flag: string) => (v: string) => {
   if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 2_000_000_000) throw new UsageError(`${flag} "${v}": expected a whole number from 1 to 2000000000`);
   return Number(v);
 };
-
-/** `--set` values for one plan column, validated before anything is written. */
-interface PlanEdits {
-  monthlyCalls?: number | 'unlimited';
-  maxKeys?: number;
-  retentionDays?: number;
-  rollupMonths?: number;
-  rateLimit?: number;
-  analytics?: string[];
-  hardCap?: boolean;
-}
 
 function toRow(p: Plan) {
   return {
@@ -41,7 +32,7 @@ export function registerPlans(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const rows = [...(await loadPlans(store)).values()].map(toRow);
+        const rows = (await adminCall(store, 'plans.list', {})).map(toRow);
         if (opts.json) printJson(rows);
         else printTable(rows.map((r) => ({ ...r, monthly_calls: r.monthly_calls ?? 'unlimited', analytics: r.analytics.join(',') })), ['name', 'monthly_calls', 'max_keys', 'retention_days', 'rollup_months', 'rate_limit_per_min', 'analytics', 'hard_cap']);
       });
@@ -65,28 +56,14 @@ export function registerPlans(program: Command): void {
       return v === 'yes';
     })
     .option('--json', 'print the plan as `plans list --json` does')
-    .action(async (name: string, edits: PlanEdits & { json?: boolean }) => {
-      const sets: string[] = [];
-      const params: unknown[] = [name];
-      const set = (column: string, value: unknown) => {
-        params.push(value);
-        sets.push(`${column} = $${params.length}`);
-      };
-      if (edits.monthlyCalls !== undefined) set('monthly_call_quota', edits.monthlyCalls === 'unlimited' ? null : edits.monthlyCalls);
-      if (edits.maxKeys !== undefined) set('max_active_keys', edits.maxKeys);
-      if (edits.retentionDays !== undefined) set('raw_retention_days', edits.retentionDays);
-      if (edits.rollupMonths !== undefined) set('rollup_retention_months', edits.rollupMonths);
-      if (edits.rateLimit !== undefined) set('rate_limit_per_minute', edits.rateLimit);
-      if (edits.analytics !== undefined) set('analytics', edits.analytics);
-      if (edits.hardCap !== undefined) set('hard_cap', edits.hardCap);
-      if (sets.length === 0) throw new UsageError('nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --analytics, --hard-cap');
+    .action(async (name: string, opts: PlanEdits & { json?: boolean }) => {
+      const { json, ...edits } = opts;
+      if (Object.values(edits).every((v) => v === undefined)) {
+        throw new UsageError('nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --analytics, --hard-cap');
+      }
       await withStore(async (store) => {
-        const rows = await store.query(`UPDATE plans SET ${sets.join(', ')}, updated_at = now() WHERE name = $1 RETURNING name`, params);
-        if (rows.length === 0) {
-          const known = [...(await loadPlans(store)).keys()].join(', ');
-          throw new CliError(`unknown plan "${name}": expected one of ${known}`);
-        }
-        if (edits.json) printJson(toRow((await loadPlans(store)).get(name)!));
+        await adminCall(store, 'plans.set', { ...(edits as Omit<AdminArgs<'plans.set'>, 'plan'>), plan: name });
+        if (json) printJson(toRow((await adminCall(store, 'plans.list', {})).find((p) => p.name === name)!));
         else process.stdout.write(`plan ${name} updated\n`);
       });
     });

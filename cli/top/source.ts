@@ -1,7 +1,7 @@
 import type { Config } from '../../src/config.js';
 import { openStore } from '../../src/store/index.js';
 import { alive, readLock } from '../../src/store/lockfile.js';
-import { openRemote } from '../../src/store/remote.js';
+import { openRemote } from '../../src/admin/client.js';
 import type { Db } from '../../src/store/types.js';
 import { checkParams, TOP_STATEMENTS, type TopStatementName } from '../../src/top/statements.js';
 import { CliError } from '../context.js';
@@ -42,9 +42,15 @@ export async function openTopSource(config: Pick<Config, 'databaseUrl' | 'dataDi
   for (;;) {
     const lock = readLock(config.dataDir);
     if (!lock || !alive(lock.pid)) throw noDaemon(config.dataDir);
-    if (lock.adminUrl && lock.adminToken) {
-      const db = openRemote(lock.adminUrl, lock.adminToken);
-      if (await db.ping()) return sourceFromDb(db);
+    if ((lock.adminSocket || lock.adminUrl) && lock.adminToken) {
+      const remote = openRemote({ socket: lock.adminSocket, url: lock.adminUrl, token: lock.adminToken });
+      if (await remote.ping()) {
+        return {
+          run: async <T>(name: TopStatementName, params: unknown[]) => (await remote.call(name, { params })) as T[],
+          close: () => remote.close(),
+        };
+      }
+      await remote.close();
       throw noDaemon(config.dataDir);
     }
     // A daemon still starting, or another command holding the store for a moment.

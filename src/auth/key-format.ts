@@ -66,7 +66,10 @@ export function serviceKeyFromHeaders(headers: {
   return { token: auth.slice(7).trim(), viaMeterKey: false };
 }
 
-/** True when an Authorization value carries a service key (which must never go upstream). */
-export function isServiceKeyAuthorization(value: string): boolean {
-  return value.length > 10 && value.slice(7).trimStart().startsWith(PREFIX) && /^bearer /i.test(value.slice(0, 7));
+const SERVICE_KEY_SHAPE = /mk_[0-9a-f]{12}_/;
+
+/** True when a header value holds something shaped like a service key (`mk_<12 hex>_`), in any
+ *  place: such a value never goes upstream. Cheap when there is no `mk_` in it. */
+export function carriesServiceKey(value: string): boolean {
+  return value.includes(PREFIX) && SERVICE_KEY_SHAPE.test(value);
 }

@@ -18,6 +18,8 @@ export interface CallMeterDeps {
   /** Logs an internal failure (the call itself is never affected). */
   onError(step: string, err: unknown, call: CallStart): void;
   maxJsonBytes?: number;
+  /** METER_MAX_DECODED_BYTES: decoding a compressed response stops there. */
+  maxDecodedBytes?: number;
 }
 
 const ZERO_USAGE: Usage = {
@@ -70,11 +72,11 @@ export class MeteredCall implements CallMeter {
         this.acc = this.provider.streamAccumulator(this.req);
         const framer = new StreamFramer(format, this.acc);
         this.framer = framer;
-        this.decoder = createDecoder(headers['content-encoding'], (b) => framer.push(b));
+        this.decoder = createDecoder(headers['content-encoding'], (b) => framer.push(b), this.deps.maxDecodedBytes);
       } else {
         const json = new JsonCapture(this.deps.maxJsonBytes);
         this.json = json;
-        this.decoder = createDecoder(headers['content-encoding'], (b) => json.push(b));
+        this.decoder = createDecoder(headers['content-encoding'], (b) => json.push(b), this.deps.maxDecodedBytes);
       }
       if (!this.decoder) this.unreadable = true;
     } catch (err) {

@@ -11,11 +11,14 @@ export interface BodyDecoder {
   end(done: (ok: boolean) => void): void;
 }
 
-/** Output bytes decoded beyond this are dropped (a decompression bomb must not grow memory). */
-const MAX_DECODED_BYTES = 256 << 20;
+/** Decoding stops at this many output bytes (METER_MAX_DECODED_BYTES): a decompression bomb
+ *  costs neither memory nor CPU; the call is metered as unreadable (estimated). */
+export const DEFAULT_MAX_DECODED_BYTES = 64 << 20;
 
 /** A decoder for a Content-Encoding, or undefined when it cannot be read (e.g. zstd on Node 20). */
-export function createDecoder(encoding: string | string[] | undefined, onData: (chunk: Buffer) => void): BodyDecoder | undefined {
+export function createDecoder(
+  encoding: string | string[] | undefined, onData: (chunk: Buffer) => void, maxDecodedBytes = DEFAULT_MAX_DECODED_BYTES,
+): BodyDecoder | undefined {
   const enc = (Array.isArray(encoding) ? encoding.join(',') : encoding ?? '').trim().toLowerCase();
   if (enc === '' || enc === 'identity') {
     return { write: onData, end: (done) => done(true) };
@@ -35,8 +38,12 @@ export function createDecoder(encoding: string | string[] | undefined, onData: (
     finish(ok);
   };
   z.on('data', (d: Buffer) => {
+    if (failed) return;
     decoded += d.length;
-    if (decoded <= MAX_DECODED_BYTES) onData(d);
+    if (decoded <= maxDecodedBytes) return onData(d);
+    failed = true;
+    z.destroy(); // stop inflating, not only stop handing bytes out
+    settle(false);
   });
   z.on('error', () => {
     failed = true;

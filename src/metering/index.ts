@@ -17,7 +17,7 @@ export type { UsageEvent, UsageSource } from './event.js';
 import type { UsageEvent } from './event.js';
 
 export interface MeteringDeps {
-  config: Pick<Config, 'dataDir' | 'flushIntervalMs' | 'pricesFile'>;
+  config: Pick<Config, 'dataDir' | 'flushIntervalMs' | 'pricesFile'> & Partial<Pick<Config, 'limits'>>;
   logger: Logger;
   store: Db;
   /** Default: the catalogue plus METER_PRICES_FILE (config.pricesFile). */
@@ -63,7 +63,7 @@ export function createMetering(deps: MeteringDeps): MeteringSetup {
       }
     },
   };
-  const metering = new MeteringService({ pricer, sink, logger: deps.logger });
+  const metering = new MeteringService({ pricer, sink, logger: deps.logger, maxDecodedBytes: deps.config.limits?.maxDecodedBytes });
   return { metering, writer, pricer, component: writer, observe: (listener) => listeners.push(listener) };
 }
 

@@ -11,6 +11,8 @@ export interface MeteringOptions {
   logger: Pick<Logger, 'warn' | 'error'>;
   /** Largest non-streaming body parsed whole (beyond: head and tail only). */
   maxJsonBytes?: number;
+  /** METER_MAX_DECODED_BYTES. */
+  maxDecodedBytes?: number;
 }
 
 /** The proxy's Metering: one MeteredCall per call, every event counted, then handed to the sink. */
@@ -30,6 +32,7 @@ export class MeteringService implements Metering {
         `metering: ${step} failed; the call is metered from what was seen`,
       ),
       ...(opts.maxJsonBytes ? { maxJsonBytes: opts.maxJsonBytes } : {}),
+      ...(opts.maxDecodedBytes ? { maxDecodedBytes: opts.maxDecodedBytes } : {}),
     };
   }
 

@@ -26,7 +26,11 @@ function checkKey(key: string): string | undefined {
   return `tag key ${JSON.stringify(shown)} is invalid: ${KEY_RULE}`;
 }
 
+/** NUL and unpaired surrogates: PostgreSQL's text and jsonb cannot hold them. */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 function checkValue(key: string, value: string): string | undefined {
+  if (UNSTORABLE.test(value)) return `tag ${JSON.stringify(key)} has a NUL or an unpaired surrogate in its value: ${VALUE_RULE} of text`;
   // Characters, not UTF-16 units: an emoji is one character.
   const chars = value.length <= MAX_TAG_VALUE_CHARS ? value.length : [...value].length;
   if (chars >= 1 && chars <= MAX_TAG_VALUE_CHARS) return undefined;

@@ -39,6 +39,48 @@ export async function loadPlans(db: Queryable): Promise<Map<string, Plan>> {
   }]));
 }
 
+/** Analytics endpoints a plan can include. */
+export const PLAN_ANALYTICS = ['summary', 'daily', 'by-tag', 'events'] as const;
+
+/** A change to one plan's limits (`meter plans set`); every field is optional. */
+export interface PlanEdits {
+  monthlyCalls?: number | 'unlimited';
+  maxKeys?: number;
+  retentionDays?: number;
+  rollupMonths?: number;
+  rateLimit?: number;
+  analytics?: string[];
+  hardCap?: boolean;
+}
+
+/** Column of each edit: the statement is built from this fixed list only. */
+const EDIT_COLUMNS: Record<keyof PlanEdits, string> = {
+  monthlyCalls: 'monthly_call_quota', maxKeys: 'max_active_keys', retentionDays: 'raw_retention_days',
+  rollupMonths: 'rollup_retention_months', rateLimit: 'rate_limit_per_minute', analytics: 'analytics', hardCap: 'hard_cap',
+};
+
+export class UnknownPlanError extends Error {
+  override name = 'UnknownPlanError';
+}
+
+/** Applies edits to a plan; throws UnknownPlanError naming the plans that exist. */
+export async function updatePlan(db: Queryable, plan: string, edits: PlanEdits): Promise<{ name: string }> {
+  const params: unknown[] = [plan];
+  const sets: string[] = [];
+  for (const [field, column] of Object.entries(EDIT_COLUMNS) as [keyof PlanEdits, string][]) {
+    const value = edits[field];
+    if (value === undefined) continue;
+    params.push(value === 'unlimited' ? null : value);
+    sets.push(`${column} = $${params.length}`);
+  }
+  if (sets.length === 0) throw new UnknownPlanError('nothing to change');
+  const rows = await db.query<{ name: string }>(`UPDATE plans SET ${sets.join(', ')}, updated_at = now() WHERE name = $1 RETURNING name`, params);
+  if (rows.length === 0) {
+    throw new UnknownPlanError(`unknown plan "${plan}": expected one of ${[...(await loadPlans(db)).keys()].join(', ')}`);
+  }
+  return rows[0]!;
+}
+
 /** The plans, in memory for the hot path, re-read every refresh so an edited plan reaches
  *  every sidecar within one interval. */
 export class PlanBook {

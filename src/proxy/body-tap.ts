@@ -3,6 +3,14 @@ import type { IncomingMessage } from 'node:http';
 /** The metering reads the requested model from the body: a copy is kept up to this size. */
 export const REQUEST_COPY_LIMIT = 4 * 1024 * 1024;
 
+/** A request body over METER_MAX_BODY_BYTES: the upstream request is aborted, the client gets 413. */
+export class BodyTooLargeError extends Error {
+  override name = 'BodyTooLargeError';
+  constructor(readonly maxBytes: number) {
+    super(`request body over ${maxBytes} bytes (METER_MAX_BODY_BYTES)`);
+  }
+}
+
 /**
  * Forwards a request body as a stream while keeping a bounded copy on the side. The copy is
  * handed out only when the whole body passed and fit within the limit.
@@ -10,9 +18,10 @@ export const REQUEST_COPY_LIMIT = 4 * 1024 * 1024;
 export class RequestBodyTap {
   private chunks: Buffer[] | undefined = [];
   private size = 0;
+  private total = 0;
   private complete = false;
 
-  constructor(private readonly limit = REQUEST_COPY_LIMIT) {}
+  constructor(private readonly limit = REQUEST_COPY_LIMIT, private readonly maxBytes = Infinity) {}
 
   /** The tap of a body that was read whole before it was forwarded. */
   static whole(body: Buffer): RequestBodyTap {
@@ -28,6 +37,8 @@ export class RequestBodyTap {
   async *stream(source: IncomingMessage | AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
     const chunks = 'iterator' in source ? (source.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) : source;
     for await (const chunk of chunks) {
+      this.total += chunk.length;
+      if (this.total > this.maxBytes) throw new BodyTooLargeError(this.maxBytes);
       if (this.chunks) {
         this.size += chunk.length;
         if (this.size <= this.limit) this.chunks.push(chunk);

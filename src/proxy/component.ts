@@ -37,6 +37,7 @@ export function proxyComponent(options: ProxyOptions = {}): ComponentFactory {
       admitter,
       hardCap,
       idleTimeoutMs: config.idleTimeoutMs,
+      limits: config.limits,
       logger,
       metrics,
     });

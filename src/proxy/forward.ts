@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { sendError } from '../server/errors.js';
-import type { RequestBodyTap } from './body-tap.js';
+import { BodyTooLargeError, type RequestBodyTap } from './body-tap.js';
 import type { GuardedMeter } from './guarded-meter.js';
 import { clientResponseHeaders } from './headers.js';
 import type { CallTimings } from './proxy-metrics.js';
@@ -173,14 +173,20 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
       this.res.destroy();
       return;
     }
-    const code = (err as { code?: string }).code;
-    const timedOut = code !== undefined && TIMEOUT_CODES.has(code);
-    this.status = timedOut ? 504 : 502;
-    this.finish(false);
     const shape = this.target.anthropicErrors ? 'anthropic' : 'default';
     // Before the request went out the time is the daemon's; connecting or waiting is not.
     const overheadMs = (this.sentAt || this.dispatchedAt) - this.arrivedAt;
     const headers = { ...this.extraHeaders, 'x-meter-request-id': this.requestId, 'x-meter-overhead-ms': overheadMs.toFixed(3) };
+    if (err instanceof BodyTooLargeError) {
+      this.status = 413;
+      this.finish(false);
+      this.res.shouldKeepAlive = false; // the rest of the body is not read
+      return sendError(this.res, 413, 'request_too_large', err.message, { shape, headers });
+    }
+    const code = (err as { code?: string }).code;
+    const timedOut = code !== undefined && TIMEOUT_CODES.has(code);
+    this.status = timedOut ? 504 : 502;
+    this.finish(false);
     // The message names the provider and the error's kind, never the URL (Gemini's ?key=).
     if (timedOut) {
       sendError(this.res, 504, 'upstream_timeout', `${this.target.slug} did not answer in time (${code})`, { shape, headers });

@@ -13,7 +13,8 @@ import { ForwardCall } from './forward.js';
 import { GuardedMeter } from './guarded-meter.js';
 import { upstreamRequestHeaders } from './headers.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
-import { upstreamPath, type UpstreamTarget } from './targets.js';
+import { unsafePath, upstreamPath, type UpstreamTarget } from './targets.js';
+import type { Limits } from '../config.js';
 import type { UpstreamPools } from './upstreams.js';
 
 const PREFIX_LENGTH = '/proxy/'.length;
@@ -64,6 +65,8 @@ export interface ProxyDeps {
   admitter?: Admitter;
   hardCap?: HardCapAdmitter;
   idleTimeoutMs: number;
+  /** METER_MAX_BODY_BYTES (413 beyond) and METER_METERING_BODY_BYTES (the copy metering keeps). */
+  limits: Pick<Limits, 'maxBodyBytes' | 'meteringBodyBytes'>;
   logger: Pick<Logger, 'error'>;
   /** Timings and refusals for /metrics (plain counters). */
   metrics?: ProxyMetrics;
@@ -99,13 +102,21 @@ export function createProxyHandler(deps: ProxyDeps) {
         { headers: deps.admitter?.headers?.(principal) });
     }
     const shape = target.anthropicErrors ? 'anthropic' : 'default';
-    const tags = deps.parseTags(req.headers);
-    if (!tags.ok) return refuseCall(res, 400, 'invalid_tags', tags.message, { shape, headers: deps.admitter?.headers?.(principal) });
-
     // `rest` is what followed /proxy/{slug}/, query included.
     const rest = url.charCodeAt(end) === 0x2f ? url.slice(end + 1) : url.slice(end);
     const q = rest.indexOf('?');
     const path = q === -1 ? rest : rest.slice(0, q);
+    const badPath = unsafePath(path);
+    if (badPath) return refuseCall(res, 400, 'invalid_path', badPath, { shape, headers: deps.admitter?.headers?.(principal) });
+    const length = req.headers['content-length'];
+    if (length !== undefined && Number(length) > deps.limits.maxBodyBytes) {
+      res.shouldKeepAlive = false; // the body is not read
+      return refuseCall(res, 413, 'request_too_large', `request body over ${deps.limits.maxBodyBytes} bytes (METER_MAX_BODY_BYTES)`,
+        { shape, headers: deps.admitter?.headers?.(principal) });
+    }
+    const tags = deps.parseTags(req.headers);
+    if (!tags.ok) return refuseCall(res, 400, 'invalid_tags', tags.message, { shape, headers: deps.admitter?.headers?.(principal) });
+
     const id = uuidv7(time.getTime());
     const start = { id, time, startedAt, principal, provider: target.slug, path, method: req.method, tags: tags.tags };
     const refuse = (a: Admission & { ok: false }) => refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
@@ -126,7 +137,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     const early = deps.admitter?.check?.(principal);
     if (early && !early.ok) return refuse(early);
     const hardCap = deps.hardCap;
-    return readAhead(req).then(({ body, bytes, head, source }) => {
+    return readAhead(req, deps.limits.meteringBodyBytes).then(({ body, bytes, head, source }) => {
       let capRan = false;
       const gate = (): Refusal | undefined => {
         capRan = true;
@@ -148,7 +159,7 @@ export function createProxyHandler(deps: ProxyDeps) {
   ): void {
     const meter = GuardedMeter.begin(deps.metering, start, deps.logger);
     const whole = Buffer.isBuffer(body) ? body : undefined;
-    const tap = whole ? RequestBodyTap.whole(whole) : body ? new RequestBodyTap() : undefined;
+    const tap = whole ? RequestBodyTap.whole(whole) : body ? new RequestBodyTap(deps.limits.meteringBodyBytes, deps.limits.maxBodyBytes) : undefined;
     const call = new ForwardCall(res, meter, tap, start.id, target, headers, start.startedAt, deps.metrics?.of(target.slug));
     try {
       deps.pools.get(target.origin).dispatch(

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { isServiceKeyAuthorization } from '../auth/key-format.js';
+import { carriesServiceKey } from '../auth/key-format.js';
 
 /** Hop-by-hop (RFC 9110 §7.6.1) or set per connection by the next hop: never relayed.
  *  `host` is set by the upstream client; `expect` is answered by this server itself. */
@@ -37,14 +37,15 @@ export function upstreamRequestHeaders(req: { rawHeaders: string[]; headers: Inc
     const name = raw[i]!;
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || CONSUMED.has(lower) || lower.startsWith('proxy-')) continue;
-    if (lower === 'authorization') {
-      // Without X-Meter-Key it carries the service key; a service key never goes upstream.
-      if (!viaMeterKey || providerAuth !== undefined || isServiceKeyAuthorization(raw[i + 1]!)) continue;
-    }
+    // Without X-Meter-Key, Authorization carries the service key.
+    if (lower === 'authorization' && (!viaMeterKey || providerAuth !== undefined)) continue;
     if (listed?.has(lower)) continue;
-    out.push(name, raw[i + 1]!);
+    const value = raw[i + 1]!;
+    // A service key never goes upstream, under whatever header or spelling it came.
+    if (carriesServiceKey(value)) continue;
+    out.push(name, value);
   }
-  if (providerAuth !== undefined) out.push('authorization', providerAuth as string);
+  if (typeof providerAuth === 'string' && !carriesServiceKey(providerAuth)) out.push('authorization', providerAuth);
   return out;
 }
 

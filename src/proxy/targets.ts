@@ -67,3 +67,20 @@ export function upstreamPath(target: UpstreamTarget, rest: string): string {
   if (rest === '' || rest.charCodeAt(0) === 0x3f) return `${target.basePath || '/'}${rest}`;
   return `${target.basePath}/${rest}`;
 }
+
+/** `.`/`..` segments, encoded or not; an encoded `/`, `\\` or NUL; a raw `\\`; an empty segment. */
+const TRAVERSAL = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)|%2f|%5c|%00|\\|\/\/|^\//i;
+
+/**
+ * Why a path after `/proxy/{slug}/` may not be forwarded, or undefined when it may: it must
+ * stay under the provider's base path on the provider's host, whatever the upstream server
+ * normalises (`..`, `%2e%2e%2f`, backslashes, `//host`). Cheap when nothing suspicious is in it.
+ */
+export function unsafePath(path: string): string | undefined {
+  if (path.indexOf('.') < 0 && path.indexOf('%') < 0 && path.indexOf('\\') < 0 && path.indexOf('/') !== 0 && path.indexOf('//') < 0) {
+    return undefined;
+  }
+  return TRAVERSAL.test(path)
+    ? 'the path may not contain "." or ".." segments (plain or percent-encoded), "//", a backslash, or an encoded "/", "\\" or NUL'
+    : undefined;
+}

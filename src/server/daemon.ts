@@ -6,8 +6,9 @@ import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from
 import { DaemonMetrics } from '../metrics/registry.js';
 import { describeStore, type Store } from '../store/index.js';
 import { openStoreWhenUp, StartAborted } from '../store/wait.js';
-import { createAdminApi } from './admin.js';
+import { startAdminServer } from '../admin/server.js';
 import { sendError, sendJson } from './errors.js';
+import { answerClientErrors, isOverLimit, markOverLimit, warnIfExposed } from './limits.js';
 
 /** The longest a shutdown waits for in-flight calls (long streams) before cutting them. */
 export const DRAIN_LIMIT_MS = 30_000;
@@ -81,9 +82,18 @@ export async function startDaemon(
     await store.close();
     throw err;
   }
-  const admin = store.kind === 'embedded' && store.setAdmin ? createAdminApi(store) : undefined;
 
+  const { limits } = config;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    if (isOverLimit(req.socket)) {
+      res.shouldKeepAlive = false;
+      return sendError(res, 503, 'overloaded', `more than ${limits.maxConnections} open connections (METER_MAX_CONNECTIONS): retry later`, { headers: { 'retry-after': 1 } });
+    }
+    // maxHeadersCount is one above the limit, so a request over it still shows it here.
+    if (req.rawHeaders.length > limits.maxHeaders * 2) {
+      res.shouldKeepAlive = false;
+      return sendError(res, 431, 'headers_too_large', `more than ${limits.maxHeaders} request headers (METER_MAX_HEADERS)`);
+    }
     const url = req.url ?? '/';
     if (url === '/healthz') return sendJson(res, 200, { status: 'ok' });
     if (url === '/readyz') {
@@ -91,12 +101,19 @@ export async function startDaemon(
       return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'store unreachable', store: store.kind });
     }
     if (url === '/metrics' || url.startsWith('/metrics?')) return handleMetricsOnProxyPort(req, res, metrics, logger, config.metricsPort);
-    if (admin && url.startsWith('/admin/')) return admin.handle(req, res);
     for (const [prefix, handler] of routes) if (url.startsWith(prefix)) return handler(req, res);
     sendError(res, 404, 'not_found', `no route for ${req.method} ${url.split('?')[0]}`);
   };
 
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const server = createServer({
+    keepAliveTimeout: 65_000,
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    // Receiving a whole request body (not the response) may take this long.
+    requestTimeout: Math.max(300_000, limits.headersTimeoutMs),
+    // How often those two timeouts are checked (Node's default, 30 s, would let slow clients linger).
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+  }, (req, res) => {
     Promise.resolve(handle(req, res)).catch((err: Error) => {
       logger.error({ err: { message: err.message, stack: err.stack } }, 'request failed');
       sendError(res, 500, 'internal_error', 'internal error in meter');
@@ -107,7 +124,10 @@ export async function startDaemon(
   const sockets = new Set<Socket>();
   const inFlight = new Map<Socket, Set<ServerResponse>>();
   let draining = false;
+  server.maxHeadersCount = limits.maxHeaders + 1;
+  answerClientErrors(server, limits);
   server.on('connection', (socket: Socket) => {
+    if (sockets.size >= limits.maxConnections) markOverLimit(socket);
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
@@ -142,7 +162,12 @@ export async function startDaemon(
   const url = `http://${host}:${port}`;
   const metricsUrl = metricsServer?.url ?? `${url}/metrics`;
   if (metricsServer) logger.info({ url: metricsUrl }, 'metrics served on their own port');
-  if (admin) store.setAdmin!(url, admin.token);
+  warnIfExposed(config, logger);
+  // CLI commands reach an embedded store through the daemon, never through this port.
+  const admin = store.kind === 'embedded' && store.setAdmin
+    ? await startAdminServer(store, config.dataDir, { smtpUrl: config.smtpUrl }, logger)
+    : undefined;
+  if (admin) store.setAdmin!(admin);
 
   let closing: Promise<void> | undefined;
   return {
@@ -180,6 +205,7 @@ export async function startDaemon(
             logger.error({ err: { message: (err as Error).message } }, `stopping ${c.name} failed`);
           }
         }
+        await admin?.close();
         if (!(await settlesWithin(store.close().catch(() => {}), STORE_CLOSE_LIMIT_MS))) {
           logger.warn({ afterMs: STORE_CLOSE_LIMIT_MS }, 'the store did not close in time; going on');
         }

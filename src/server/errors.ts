@@ -3,11 +3,14 @@ import type { ServerResponse } from 'node:http';
 export type ErrorCode =
   | 'invalid_tags' | 'invalid_parameter' | 'invalid_api_key' | 'budget_exceeded' | 'plan_required'
   | 'unknown_provider' | 'not_found' | 'rate_limited' | 'quota_exceeded'
-  | 'upstream_unreachable' | 'upstream_timeout' | 'method_not_allowed' | 'internal_error' | 'forbidden';
+  | 'upstream_unreachable' | 'upstream_timeout' | 'method_not_allowed' | 'internal_error' | 'forbidden'
+  // Limits of the daemon's port (README "Security").
+  | 'invalid_path' | 'request_too_large' | 'headers_too_large' | 'request_timeout' | 'bad_request' | 'overloaded';
 
 const TYPES: Record<number, string> = {
   400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error',
-  403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error',
+  403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 408: 'timeout_error',
+  413: 'invalid_request_error', 429: 'rate_limit_error', 431: 'invalid_request_error',
   500: 'api_error', 502: 'api_error', 503: 'api_error', 504: 'timeout_error',
 };
 

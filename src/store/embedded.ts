@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { usableTemplate } from './embedded-template.js';
+import type { AdminAddress } from '../admin/server.js';
 import { acquireLock } from './lockfile.js';
 import type { Db, Queryable } from './types.js';
 
@@ -43,7 +44,7 @@ export interface EmbeddedOptions {
  * (PostgreSQL's crash recovery replays its WAL), with backoff while it keeps dying. The writer
  * meanwhile keeps the events in its spool and retries, as it does for a database that is down.
  */
-export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOptions = {}): Promise<Db & { setAdmin(url: string, token: string): void }> {
+export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOptions = {}): Promise<Db & { setAdmin(address: AdminAddress): void }> {
   const lock = dataDir ? acquireLock(dataDir) : undefined;
   const workerFile = opts.workerFile ?? defaultWorkerFile;
   // The worker loads it only into a data directory that has no database yet.
@@ -157,8 +158,8 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
         return false;
       }
     },
-    setAdmin(adminUrl, adminToken) {
-      lock?.update({ adminUrl, adminToken });
+    setAdmin(address) {
+      lock?.update({ adminSocket: address.socket, adminUrl: address.url, adminToken: address.token });
     },
     async close() {
       if (closing) return;

@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import { openEmbedded } from './embedded.js';
 import { StoreLockedError } from './lockfile.js';
 import { migrate } from './migrate.js';
+import type { AdminAddress } from '../admin/server.js';
 import { chooseMode, describeServer, inTimescaleMode } from './timescale/mode.js';
 import type { Db } from './types.js';
 
@@ -11,7 +12,7 @@ export { migrate } from './migrate.js';
 
 export type Store = Db & {
   /** Embedded only: tell CLI commands where this daemon's admin API is. */
-  setAdmin?(url: string, token: string): void;
+  setAdmin?(address: AdminAddress): void;
 };
 
 export type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'store' | 'dbPoolMax'>>;
@@ -63,8 +64,11 @@ export async function openStoreForCli(config: StoreConfig): Promise<Store> {
   try {
     return await openStore(config);
   } catch (err) {
-    if (err instanceof StoreLockedError && err.owner.adminUrl && err.owner.adminToken) {
-      return (await import('./remote.js')).openRemote(err.owner.adminUrl, err.owner.adminToken);
+    const owner = err instanceof StoreLockedError ? err.owner : undefined;
+    if (owner?.adminToken && (owner.adminSocket || owner.adminUrl)) {
+      // Loaded only here: the CLI's way in while a daemon holds the store.
+      const { openRemote } = await import('../admin/client.js');
+      return openRemote({ socket: owner.adminSocket, url: owner.adminUrl, token: owner.adminToken });
     }
     throw err;
   }

@@ -6,7 +6,9 @@ import { join } from 'node:path';
  *  guarded by a lock file holding the owner's pid (and, for a daemon, where its admin API is). */
 export interface LockInfo {
   pid: number;
-  /** Set by a running daemon so CLI commands can go through it instead of the locked store. */
+  /** Set by a running daemon so CLI commands can go through it instead of the locked store:
+   *  its admin socket (or, when the socket path is too long, a 127.0.0.1 URL) and token. */
+  adminSocket?: string;
   adminUrl?: string;
   adminToken?: string;
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDuration } from '../../src/auth/duration.js';
 import {
-  generateServiceKey, hashSecret, isServiceKeyAuthorization, parseServiceKey, secretMatches, serviceKeyFromHeaders,
+  generateServiceKey, hashSecret, carriesServiceKey, parseServiceKey, secretMatches, serviceKeyFromHeaders,
 } from '../../src/auth/key-format.js';
 
 describe('service key format (CONTRACT §5)', () => {
@@ -40,8 +40,10 @@ describe('service key format (CONTRACT §5)', () => {
     expect(serviceKeyFromHeaders({ authorization: 'Bearer sk-x', 'x-meter-key': 'mk_b' })).toEqual({ token: 'mk_b', viaMeterKey: true });
     expect(serviceKeyFromHeaders({ authorization: 'Basic eDp5' })).toBeUndefined();
     expect(serviceKeyFromHeaders({})).toBeUndefined();
-    expect(isServiceKeyAuthorization('Bearer mk_abc')).toBe(true);
-    expect(isServiceKeyAuthorization('Bearer sk-abc')).toBe(false);
+    expect(carriesServiceKey('Bearer mk_0123456789ab_secret')).toBe(true);
+    expect(carriesServiceKey('mk_0123456789ab_secret')).toBe(true);
+    expect(carriesServiceKey('Bearer sk-abc')).toBe(false);
+    expect(carriesServiceKey('Bearer sk-mk_abc')).toBe(false);
   });
 });
 

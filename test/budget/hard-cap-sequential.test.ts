@@ -6,9 +6,7 @@ import { setBudget } from '../../src/budget/admin.js';
 import { toUnits } from '../../src/budget/money.js';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { migrate } from '../../src/store/index.js';
-import { readLock } from '../../src/store/lockfile.js';
 import { openPostgres } from '../../src/store/postgres.js';
-import { openRemote } from '../../src/store/remote.js';
 import type { Db } from '../../src/store/types.js';
 import { atFileEnd } from '../helpers/cleanup.js';
 import { anthropicVia, answerMessages, eventually, sleep, startFullDaemon } from '../helpers/fleet.js';
@@ -49,10 +47,10 @@ describeEachBackend('the hard cap, calls one after another', (backend) => {
     await setupDb.close();
 
     const daemon = await startFullDaemon(databaseUrl, upstream, { METER_DATA_DIR: dataDir, METER_FLUSH_INTERVAL_MS: String(FLUSH_MS) });
-    // Checks go through the daemon's admin API on the embedded store (as the CLI's do).
-    const lock = readLock(dataDir);
-    const db = databaseUrl ? openPostgres(databaseUrl) : openRemote(lock!.adminUrl!, lock!.adminToken!);
-    atFileEnd(() => db.close());
+    // Checks read the daemon's own store when it holds the embedded one (its admin API runs
+    // named commands only, no SQL of ours).
+    const db = databaseUrl ? openPostgres(databaseUrl) : daemon.store;
+    if (databaseUrl) atFileEnd(() => db.close());
 
     // The three accounts run side by side; each one's calls are strictly sequential.
     await Promise.all(Object.entries(SPACINGS).map(async ([name, pause]) => {

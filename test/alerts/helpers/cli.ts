@@ -5,7 +5,7 @@ import { registerBudget, type StoreRunner } from '../../../cli/commands/budget.j
 import { loadConfig } from '../../../src/config.js';
 import { startDaemon } from '../../../src/server/daemon.js';
 import { readLock } from '../../../src/store/lockfile.js';
-import { openRemote } from '../../../src/store/remote.js';
+import { openRemote } from '../../../src/admin/client.js';
 import type { Db } from '../../../src/store/types.js';
 import { silentLogger } from '../../budget/helpers/seed.js';
 import type { Backend } from '../../helpers/stores.js';
@@ -18,7 +18,7 @@ export interface CliResult {
 }
 
 /** Runs `meter budget …` / `meter alerts …` in this process as cli/main.ts would: errors become
- *  one `meter: …` line on stderr and exit code 1. */
+ *  one `meter: …` line on stderr and the error's exit code (1, or 2 for a usage error). */
 export async function runCli(args: string[], run: StoreRunner): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
@@ -37,7 +37,8 @@ export async function runCli(args: string[], run: StoreRunner): Promise<CliResul
     return { code: 0, stdout, stderr };
   } catch (err) {
     if (err instanceof CommanderError) return { code: err.exitCode, stdout, stderr };
-    return { code: 1, stdout, stderr: `${stderr}meter: ${(err as Error).message}\n` };
+    // CliError carries its exit code (UsageError: 2), as cli/main.ts uses it.
+    return { code: (err as { exitCode?: number }).exitCode ?? 1, stdout, stderr: `${stderr}meter: ${(err as Error).message}\n` };
   } finally {
     spy.mockRestore();
   }
@@ -46,18 +47,22 @@ export async function runCli(args: string[], run: StoreRunner): Promise<CliResul
 /**
  * The store the CLI would use on this back-end. PostgreSQL: directly. Embedded: through a
  * running daemon's admin API (the CLI's way in while a daemon holds the store), which runs
- * single statements only, so the commands are tested under that rule.
+ * named commands only, so the commands are tested under that rule; `db` (for seeding and
+ * checks) is then the daemon's own store.
  */
 export async function cliStore(backend: Backend, env: Record<string, string> = {}): Promise<{ db: Db; run: StoreRunner }> {
   const config = loadConfig(env);
-  let db: Db;
   if (backend.name === 'postgres') {
-    db = await backend.open();
-  } else {
-    const dataDir = tempDir();
-    const daemon = await startDaemon(loadConfig({ METER_DATA_DIR: dataDir, METER_PORT: '0' }), silentLogger, []);
-    afterAll(() => daemon.close());
-    db = openRemote(daemon.url, readLock(dataDir)!.adminToken!);
+    const db = await backend.open();
+    return { db, run: (fn) => fn(db, config) };
   }
-  return { db, run: (fn) => fn(db, config) };
+  const dataDir = tempDir();
+  const daemon = await startDaemon(loadConfig({ ...env, METER_DATA_DIR: dataDir, METER_PORT: '0' }), silentLogger, []);
+  const lock = readLock(dataDir)!;
+  const remote = openRemote({ socket: lock.adminSocket, url: lock.adminUrl, token: lock.adminToken! });
+  afterAll(async () => {
+    await remote.close();
+    await daemon.close();
+  });
+  return { db: daemon.store, run: (fn) => fn(remote, config) };
 }
