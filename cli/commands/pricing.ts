@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
+import { adminCall } from '../../src/admin/client.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { formatPriceTable, Pricer } from '../../src/pricing/index.js';
 import {
   activatePriceData, activePriceTable, fetchPriceData, loadSavedPriceData, PriceDataError, REMOTE_DATA_JSON_URL,
   removeSavedPriceData, savePriceData, type PriceTableInfo,
 } from '../../src/pricing/price-data.js';
-import { repriceUnpriced } from '../../src/pricing/reprice.js';
 import { PROVIDER_SLUGS, type ProviderSlug } from '../../src/providers/types.js';
 import type { Db } from '../../src/store/types.js';
 import { CliError, printJson, UsageError, withStore } from '../context.js';
@@ -114,13 +114,10 @@ export function registerPricing(program: Command, run: StoreRunner = withStore):
       const since = parseSince(opts.since);
       await run(async (store, config) => {
         useSavedTable(config);
-        const pricer = new Pricer({ pricesFile: config.pricesFile });
-        const report = await repriceUnpriced(store, pricer, since, {
-          onChange: (c) => {
-            if (!opts.json) out(`repriced ${c.events} call${c.events === 1 ? '' : 's'} of ${c.provider} ${c.model} (as ${c.priced_as}): +$${c.cost}`);
-          },
-        });
+        // Through a running daemon's admin API on the embedded store, or directly.
+        const report = await adminCall(store, 'pricing.reprice', { since: since.toISOString() }, { pricesFile: config.pricesFile });
         if (opts.json) return printJson(report);
+        for (const c of report.changes) out(`repriced ${c.events} call${c.events === 1 ? '' : 's'} of ${c.provider} ${c.model} (as ${c.priced_as}): +$${c.cost}`);
         out(`${report.repriced} of ${report.examined} unpriced call${report.examined === 1 ? '' : 's'} since ${report.since} priced with ${report.price_version}: +$${report.cost_added}${report.days.length ? ` on ${report.days.length} day${report.days.length === 1 ? '' : 's'} (${report.days[0]}…${report.days[report.days.length - 1]})` : ''}`);
         for (const u of report.unpriced_models) out(`still no price: ${u.provider} ${u.model} (${u.events} call${u.events === 1 ? '' : 's'})`);
       });

@@ -19,6 +19,8 @@ import { checkParams, TOP_STATEMENTS, type NamedStatement } from '../top/stateme
 export interface AdminContext {
   /** METER_SMTP_URL of the process that runs the command (alerts test). */
   smtpUrl?: string;
+  /** METER_PRICES_FILE of that process (pricing reprice). */
+  pricesFile?: string;
 }
 
 interface AdminCommand<A extends z.ZodType, R> {
@@ -101,6 +103,14 @@ export const adminCommands = {
   ),
   'alerts.list': command(z.strictObject({ account: name.optional() }), (db, a) => listChannels(db, a.account)),
   'alerts.remove': command(z.strictObject({ id: z.string().min(1).max(64) }), (db, a) => removeChannel(db, a.id)),
+  'pricing.reprice': command(
+    z.strictObject({ since: z.string().max(64).refine((v) => !Number.isNaN(Date.parse(v)), 'an ISO date or timestamp') }),
+    async (db, a, ctx) => {
+      // Loaded here: the price catalogue is not needed by the other commands.
+      const [{ Pricer }, { repriceUnpriced }] = await Promise.all([import('../pricing/index.js'), import('../pricing/reprice.js')]);
+      return repriceUnpriced(db, new Pricer({ pricesFile: ctx.pricesFile }), new Date(a.since));
+    },
+  ),
   'alerts.test': command(account, async (db, a, ctx) => {
     const results = await sendTestAlerts(db, a.account, { timeoutMs: 10_000, smtpUrl: ctx.smtpUrl });
     return results.map((r) => ({ id: r.channel.id, kind: r.channel.kind, ok: r.result.ok, detail: r.detail, duration_ms: Math.round(r.result.durationMs) }));

@@ -165,7 +165,7 @@ export async function startDaemon(
   warnIfExposed(config, logger);
   // CLI commands reach an embedded store through the daemon, never through this port.
   const admin = store.kind === 'embedded' && store.setAdmin
-    ? await startAdminServer(store, config.dataDir, { smtpUrl: config.smtpUrl }, logger)
+    ? await startAdminServer(store, config.dataDir, { smtpUrl: config.smtpUrl, pricesFile: config.pricesFile }, logger)
     : undefined;
   if (admin) store.setAdmin!(admin);
 
