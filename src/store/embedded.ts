@@ -61,7 +61,11 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
   let restartAt = 0;
 
   const spawnWorker = () => {
-    const w = new Worker(workerFile, { workerData: { dataDir: dataDir && join(dataDir, 'pgdata'), template } });
+    const w = new Worker(workerFile, {
+      // PGlite's JavaScript side allocates little: a small young generation keeps the worker's heap small.
+      resourceLimits: { maxYoungGenerationSizeMb: 4 },
+      workerData: { dataDir: dataDir && join(dataDir, 'pgdata'), template },
+    });
     w.unref();
     w.on('message', (reply: Reply) => {
       const p = pending.get(reply.id);
