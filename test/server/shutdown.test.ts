@@ -10,11 +10,13 @@ describe('daemon shutdown', () => {
   it('drains a call in flight, and does not wait for idle or silent connections', async () => {
     const config = loadConfig({ METER_PORT: '0', METER_DATA_DIR: tempDir() });
     let release!: () => void;
+    let arrived = false;
     const daemon = await startDaemon(config, pino({ level: 'silent' }), [
       () => ({
         name: 'slow',
         routes: {
           '/slow': (_req, res) => {
+            arrived = true;
             new Promise<void>((r) => (release = r)).then(() => res.end('done'));
           },
         },
@@ -26,7 +28,7 @@ describe('daemon shutdown', () => {
     await new Promise((r) => silent.once('connect', r));
     expect((await fetch(`${daemon.url}/healthz`)).status).toBe(200);
     const inFlight = fetch(`${daemon.url}/slow`).then((r) => r.text());
-    await new Promise((r) => setTimeout(r, 100));
+    while (!arrived) await new Promise((r) => setTimeout(r, 10)); // in flight: the daemon has it
 
     const t0 = Date.now();
     const closed = daemon.close();

@@ -100,7 +100,7 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
       cached: usage.cachedInputTokens, cost: priced.cost, usage_source: 'provider', status: 200, tags: { team: 'durability' },
     });
     expect(Number(priced.cost)).toBeGreaterThan(0);
-  });
+  }, 60_000); // a daemon process started from the source; on a CI machine running 4 files at once
 
   it('kill -9 with the database down: calls kept working, the next start replays the spool, nothing duplicated', async () => {
     const dataDir = tempDir();
@@ -130,7 +130,7 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
     const { requests } = (await direct.query<{ requests: number }>(
       "SELECT sum(requests)::int AS requests FROM usage_tag_daily WHERE tag_key = 'team' AND tag_value = 'durability'"))[0]!;
     expect(requests).toBe(75);
-  });
+  }, 60_000); // two daemon processes started from the source, one after the other
 
   it('kill -9 under load with the database down loses only calls answered in the last flush interval', async () => {
     const flushMs = 200;
