@@ -1,0 +1,34 @@
+import { Command } from 'commander';
+import { registerAccounts } from './commands/accounts.js';
+import { registerKeys } from './commands/keys.js';
+import { registerAlerts } from './commands/alerts.js';
+import { registerBudget } from './commands/budget.js';
+import { registerMigrate } from './commands/migrate.js';
+import { registerPlans } from './commands/plans.js';
+import { registerPricing } from './commands/pricing.js';
+import { registerStart } from './commands/start.js';
+import { registerConfig } from './commands/config.js';
+import { registerTop } from './commands/top.js';
+import { oneLineErrors } from './usage.js';
+
+/** The `meter` command tree (every command registered, one-line errors set up), not yet parsed. */
+export function buildProgram(): Command {
+  const program = new Command('meter')
+    .description('meter: a metering proxy for LLM APIs')
+    .version(process.env.npm_package_version ?? '0.1.0')
+    .exitOverride();
+
+  registerStart(program);
+  registerMigrate(program);
+  registerPricing(program);
+  registerPlans(program);
+  registerAccounts(program);
+  registerKeys(program);
+  registerBudget(program);
+  registerAlerts(program);
+  registerConfig(program);
+  registerTop(program);
+  oneLineErrors(program);
+  return program;
+}
+
