@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Agent, interceptors, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import { REMOTE_DATA_JSON_URL, updatePrices, waitForUpdate, type ModelInfo, type Provider, type ProviderDataPayload } from '@pydantic/genai-prices';
 import { catalogueVersion, CATALOGUE_PROVIDER_ID, compileCatalogueModelStrict } from './catalogue.js';
@@ -157,7 +157,9 @@ export async function readPriceSource(source: string, opts: FetchOptions = {}): 
     const timeout = opts.timeoutMs ?? 30_000;
     let res;
     try {
-      res = await request(source, { headersTimeout: timeout, bodyTimeout: timeout, dispatcher: redirecting() });
+      // undici's full API is loaded only to fetch prices (the daemon's proxy loads its Pool alone).
+      const { request } = await import('undici');
+      res = await request(source, { headersTimeout: timeout, bodyTimeout: timeout, dispatcher: await redirecting() });
     } catch (err) {
       throw new PriceDataError(`cannot fetch it (${describeError(err)})`);
     }
@@ -194,7 +196,10 @@ export async function readPriceSource(source: string, opts: FetchOptions = {}): 
 
 let agent: Dispatcher | undefined;
 /** The published file is on a CDN that may redirect. */
-const redirecting = () => (agent ??= new Agent().compose(interceptors.redirect({ maxRedirections: 3 })));
+async function redirecting(): Promise<Dispatcher> {
+  const { Agent, interceptors } = await import('undici');
+  return (agent ??= new Agent().compose(interceptors.redirect({ maxRedirections: 3 })));
+}
 
 function describeError(err: unknown): string {
   const e = err as { code?: string; message?: string; name?: string };
