@@ -47,7 +47,16 @@ export async function startFakeUpstream(opts: { readBody?: boolean } = {}): Prom
     waiters.shift()?.(seen);
     if (opts.readBody !== false) {
       const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
+      try {
+        for await (const c of req) chunks.push(c as Buffer);
+      } catch {
+        // The proxy cut the request mid-body (as it must past METER_MAX_BODY_BYTES): keep what
+        // arrived; a rejection here would be unhandled and fail the whole run.
+        seen.aborted = true;
+        seen.body = Buffer.concat(chunks);
+        res.destroy();
+        return;
+      }
       seen.body = Buffer.concat(chunks);
     }
     try {

@@ -27,7 +27,11 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
       expect(response.headers.get('ratelimit-limit')).toBe('60');
       await ask(viaB);
     }
-    // Each sidecar admitted 3 itself; within a flush interval or two it sees the other's 3.
+    // Each sidecar admitted 3 itself; once all 6 are written (waited for: a loaded machine
+    // flushes late), a re-read or two later each sidecar sees the other's 3.
+    await eventually(async () => (await db.query<{ n: number }>(
+      `SELECT coalesce(sum(d.requests), 0)::int AS n FROM usage_daily d JOIN accounts a ON a.id = d.account_id WHERE a.name = 'quota-acct'`,
+    ))[0]!.n === 6, 10_000, 'the 6 calls written');
     await sleep(600);
     for (const client of [viaA, viaB]) {
       const err = await refusal(client);
