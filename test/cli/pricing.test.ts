@@ -12,7 +12,7 @@ import { atFileEnd } from '../helpers/cleanup.js';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
 
-describe('meter pricing show', () => {
+describe('meter pricing show', { timeout: 60_000 }, () => { // each test starts 2–3 CLI processes from the source
   it('prints the catalogue prices of a model, and JSON with --json', async () => {
     const text = await runCli(['pricing', 'show', 'anthropic', 'claude-sonnet-4-5']);
     expect(text.code).toBe(0);
