@@ -196,8 +196,10 @@ export class Spool<T> {
   /** Reads events that wait on disk back into the queue while it has room. */
   async refill(): Promise<void> {
     const low = Math.max(1, this.maxQueued >> 1);
-    while (this.cursor !== null && this.queue.length - this.head < low) {
+    while (this.cursor !== null) {
       const { seg, idx } = this.cursor;
+      // Past a segment's end is checked before room in the queue: once everything on disk is
+      // queued, spilling ends at once, not at some later refill.
       if (idx >= seg.count) {
         if (seg !== this.active) {
           this.cursor = { seg: this.segmentAfter(seg), idx: 0 };
@@ -206,6 +208,7 @@ export class Spool<T> {
         this.cursor = null; // caught up: new events are queued directly again
         return;
       }
+      if (this.queue.length - this.head >= low) return;
       if (idx >= seg.durable) return; // the rest is still buffered: after the next flush
       const end = Math.min(seg.durable, idx + (this.maxQueued - (this.queue.length - this.head)));
       const lines = (await readFile(seg.path, 'utf8')).split('\n', end).slice(idx, end);
