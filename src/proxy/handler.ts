@@ -72,6 +72,9 @@ export interface ProxyDeps {
   metrics?: ProxyMetrics;
 }
 
+/** Without a plan admitter (tests, a bare proxy) the hard cap alone decides. */
+const capOnly = (refusal: Refusal | undefined): Admission => (refusal ? { ok: false, ...refusal, headers: {} } : { ok: true, headers: {} });
+
 /** Where `/proxy/{slug}` ends in the URL: at the next `/` or `?`, or the end. */
 function slugEnd(url: string): number {
   for (let i = PREFIX_LENGTH; i < url.length; i++) {
@@ -138,17 +141,12 @@ export function createProxyHandler(deps: ProxyDeps) {
     if (early && !early.ok) return refuse(early);
     const hardCap = deps.hardCap;
     return readAhead(req, deps.limits.meteringBodyBytes).then(({ body, bytes, head, source }) => {
-      let capRan = false;
       const gate = (): Refusal | undefined => {
-        capRan = true;
         const decision = hardCap.admit({ id, accountId: principal.accountId, provider: target.slug, path, body, bodyBytes: bytes, head, time });
         return decision.ok ? undefined : { status: 402, code: 'budget_exceeded', message: decision.message };
       };
-      const admission: Admission = deps.admitter?.admit(principal, { gate, call: { id, time } }) ?? { ok: true, headers: {} };
-      // An admitter that ignores the gate still gets the cap applied.
-      const capped = admission.ok && !capRan ? gate() : undefined;
+      const admission: Admission = deps.admitter?.admit(principal, { gate, call: { id, time } }) ?? capOnly(gate());
       if (!admission.ok) return refuse(admission);
-      if (capped) return refuse({ ok: false, ...capped, headers: admission.headers });
       dispatch(req, res, rest, target, start, bytes > 0 ? source : undefined, viaMeterKey, admission.headers);
     });
   }
