@@ -137,7 +137,7 @@ export class MeteredCall implements CallMeter {
       if (body !== undefined) result = this.provider.usageFromJson(body, this.req);
     }
     const { usage, source } = this.usageOf(result, status, outcome.completed, requestedModel);
-    const model = noNul(result.model ?? requestedModel ?? 'unknown');
+    const model = storable(result.model ?? requestedModel ?? 'unknown');
     const priced = source === 'none'
       ? { cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion }
       : this.deps.pricer.cost({ provider: this.call.provider, model: result.model ?? null, requestedModel, usage, time: this.call.time });
@@ -149,7 +149,7 @@ export class MeteredCall implements CallMeter {
       keyId: this.call.principal.keyId,
       provider: this.call.provider,
       model,
-      requestedModel: requestedModel === null ? null : noNul(requestedModel),
+      requestedModel: requestedModel === null ? null : storable(requestedModel),
       status,
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
@@ -166,7 +166,7 @@ export class MeteredCall implements CallMeter {
       tags: cleanTags(this.call.tags),
       providerCostTicks: usage.providerCostTicks?.toString() ?? null,
       units: storedUnits(usage),
-      serviceTier: usage.serviceTier === undefined ? null : noNul(usage.serviceTier),
+      serviceTier: usage.serviceTier === undefined ? null : storable(usage.serviceTier),
     };
   }
 
@@ -198,8 +198,8 @@ export class MeteredCall implements CallMeter {
     const requested = safe(() => this.provider?.requestModel(this.req)) ?? null;
     return {
       id: this.call.id, time: this.call.time.toISOString(), accountId: this.call.principal.accountId,
-      keyId: this.call.principal.keyId, provider: this.call.provider, model: requested ?? 'unknown',
-      requestedModel: requested, status: outcome.status ?? (this.status || 502),
+      keyId: this.call.principal.keyId, provider: this.call.provider, model: storable(requested ?? 'unknown'),
+      requestedModel: requested === null ? null : storable(requested), status: outcome.status ?? (this.status || 502),
       inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
       cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion, usageSource: 'none',
       latencyMs: round3(endedAt - this.call.startedAt), ttfbMs: null, stream: this.acc !== undefined,
@@ -208,13 +208,17 @@ export class MeteredCall implements CallMeter {
   }
 }
 
-/** PostgreSQL text and jsonb cannot hold U+0000 (a tag value may be `%00`): the database would
- *  reject the event, so the character is replaced rather than the event dead-lettered. */
-const noNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s);
+/** PostgreSQL text and jsonb cannot hold U+0000 (a tag value may be `%00`), nor a lone UTF-16
+ *  surrogate (a model name from a provider's JSON may carry one, and the event goes to the
+ *  database as JSON): the database would reject the event, so the character is replaced rather
+ *  than the event dead-lettered. */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
+const storable = (s: string) => (UNSTORABLE.test(s) ? s.replace(UNSTORABLE_ALL, '\uFFFD') : s);
 
 function cleanTags(tags: Record<string, string>): Record<string, string> {
   for (const v of Object.values(tags)) {
-    if (v.includes('\u0000')) return Object.fromEntries(Object.entries(tags).map(([k, x]) => [k, noNul(x)]));
+    if (UNSTORABLE.test(v)) return Object.fromEntries(Object.entries(tags).map(([k, x]) => [k, storable(x)]));
   }
   return tags;
 }

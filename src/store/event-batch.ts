@@ -2,8 +2,8 @@ import type { UsageEvent } from '../metering/event.js';
 import type { Db, StoreKind } from './types.js';
 
 /**
- * One batch of usage events = ONE statement: the events go in through unnest() of column
- * arrays, `ON CONFLICT DO NOTHING` skips ids already written, and only the rows it RETURNs feed
+ * One batch of usage events = ONE statement: the events go in as one JSON array
+ * (json_to_recordset), `ON CONFLICT DO NOTHING` skips ids already written, and only the rows it RETURNs feed
  * the rollup upserts (CTEs), so a retried or replayed batch changes nothing. Rollup rows are
  * upserted in key order, daily before tags, so concurrent writers lock rows in the same order
  * and cannot deadlock. Money is summed as NUMERIC by the database, never in JS.
@@ -14,19 +14,25 @@ export const TAG_VALUES_PER_KEY_DAY = 1000;
 /** The overflow row's tag_value: '' can never be a real value (values are 1–256 characters). */
 export const TAG_OVERFLOW_VALUE = '';
 
-const COLUMNS: [name: string, type: string][] = [
-  ['time', 'timestamptz'], ['event_id', 'uuid'], ['account_id', 'uuid'], ['key_id', 'text'],
-  ['provider', 'text'], ['model', 'text'], ['requested_model', 'text'], ['status', 'smallint'],
-  ['input_tokens', 'int8'], ['output_tokens', 'int8'], ['cached_input_tokens', 'int8'],
-  ['cache_write_tokens', 'int8'], ['reasoning_tokens', 'int8'], ['cost', 'numeric'],
-  ['unpriced', 'bool'], ['price_version', 'text'], ['usage_source', 'text'], ['latency_ms', 'float8'],
-  ['ttfb_ms', 'float8'], ['stream', 'bool'], ['tags', 'jsonb'], ['provider_cost_ticks', 'int8'],
-  ['units', 'jsonb'], ['service_tier', 'text'],
+/** Each column, its type, and the UsageEvent field (the spooled JSON line's key) it comes from. */
+const COLUMNS: [name: string, type: string, key: string][] = [
+  ['time', 'timestamptz', 'time'], ['event_id', 'uuid', 'id'], ['account_id', 'uuid', 'accountId'], ['key_id', 'text', 'keyId'],
+  ['provider', 'text', 'provider'], ['model', 'text', 'model'], ['requested_model', 'text', 'requestedModel'],
+  ['status', 'smallint', 'status'], ['input_tokens', 'int8', 'inputTokens'], ['output_tokens', 'int8', 'outputTokens'],
+  ['cached_input_tokens', 'int8', 'cachedInputTokens'], ['cache_write_tokens', 'int8', 'cacheWriteTokens'],
+  ['reasoning_tokens', 'int8', 'reasoningTokens'], ['cost', 'numeric', 'cost'], ['unpriced', 'bool', 'unpriced'],
+  ['price_version', 'text', 'priceVersion'], ['usage_source', 'text', 'usageSource'], ['latency_ms', 'float8', 'latencyMs'],
+  ['ttfb_ms', 'float8', 'ttfbMs'], ['stream', 'bool', 'stream'], ['tags', 'jsonb', 'tags'],
+  ['provider_cost_ticks', 'int8', 'providerCostTicks'], ['units', 'jsonb', 'units'], ['service_tier', 'text', 'serviceTier'],
 ];
 const names = COLUMNS.map(([n]) => n).join(', ');
 
+// The batch is one JSON array of the events exactly as the spool holds them (one line each):
+// no per-event parameter building in the daemon, and the database reads each field by name
+// (a field missing from an older version's line is NULL; tags default to none).
 const INPUT = `input AS (
-  SELECT * FROM unnest(${COLUMNS.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ')}) AS t(${names})
+  SELECT ${COLUMNS.map(([n, , k]) => (n === 'tags' ? `coalesce(t."${k}", '{}'::jsonb) AS ${n}` : `t."${k}" AS ${n}`)).join(', ')}
+  FROM json_to_recordset($1::json) AS t(${COLUMNS.map(([, type, k]) => `"${k}" ${type}`).join(', ')})
 )`;
 
 const INSERT_EVENTS = `ins AS (
@@ -93,32 +99,29 @@ SELECT (SELECT count(*) FROM ins)::int AS inserted, (SELECT count(*) FROM daily)
   (SELECT count(*) FROM tags)::int AS tag_rows`;
 }
 
-/** The statement's parameters: one array per column. */
-export function batchParams(events: readonly UsageEvent[]): unknown[][] {
-  const cols: unknown[][] = COLUMNS.map(() => new Array<unknown>(events.length));
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i]!;
-    const row = [
-      e.time, e.id, e.accountId, e.keyId, e.provider, e.model, e.requestedModel, e.status,
-      e.inputTokens, e.outputTokens, e.cachedInputTokens, e.cacheWriteTokens, e.reasoningTokens, e.cost,
-      e.unpriced, e.priceVersion, e.usageSource, e.latencyMs, e.ttfbMs, e.stream, JSON.stringify(e.tags ?? {}),
-      e.providerCostTicks, e.units ? JSON.stringify(e.units) : null, e.serviceTier,
-    ];
-    for (let c = 0; c < row.length; c++) cols[c]![i] = row[c] ?? null;
-  }
-  return cols;
+/** The statement's one parameter: the events as a JSON array. */
+export function batchParams(events: readonly UsageEvent[]): [string] {
+  return [jsonArray(events.map((e) => JSON.stringify(e)))];
 }
+
+/** Spool lines (one JSON object each) as the JSON array the statement reads. */
+const jsonArray = (lines: readonly string[]) => `[${lines.join(',')}]`;
 
 export interface BatchResult {
   inserted: number;
 }
 
-export async function insertBatch(db: Db, events: readonly UsageEvent[]): Promise<BatchResult> {
+export function insertBatch(db: Db, events: readonly UsageEvent[]): Promise<BatchResult> {
+  return insertLines(db, events.map((e) => JSON.stringify(e)));
+}
+
+/** Writes events given as their JSON lines (the spool's): one statement. */
+export async function insertLines(db: Db, lines: readonly string[]): Promise<BatchResult> {
   const sql = batchSql(db.kind);
-  const params = batchParams(events);
+  const params = [jsonArray(lines)];
   if (db.kind === 'embedded') return result(await db.query(sql, params));
   // The planner's cost estimate for this statement passes jit_above_cost, and compiling it
-  // takes a second on PostgreSQL with LLVM; the statement itself takes milliseconds.
+  // takes up to a second on PostgreSQL with LLVM; the statement itself takes milliseconds.
   return db.transaction(async (tx) => {
     await tx.query('SET LOCAL jit = off');
     return result(await tx.query(sql, params));

@@ -40,8 +40,10 @@ export interface Segment {
   fh?: FileHandle;
 }
 
-export interface Queued<T> {
-  item: T;
+/** A queued event as its spool line (JSON, no newline): shipped as it is, parsed only when
+ *  an event itself is needed (dead letters, the lag of the oldest). */
+export interface Queued {
+  line: string;
   seg: Segment;
   idx: number;
 }
@@ -71,7 +73,7 @@ export class Spool<T> {
   private active!: Segment;
   private pending: { seg: Segment; lines: string[] }[] = [];
   private pendingBytes = 0;
-  private queue: Queued<T>[] = [];
+  private queue: Queued[] = [];
   private head = 0;
   /** First event that is on disk only (spill mode), null when every event is queued. */
   private cursor: { seg: Segment; idx: number } | null = null;
@@ -131,7 +133,8 @@ export class Spool<T> {
 
   /** Buffers one event for the spool; never blocks, never throws for a serialisable event. */
   push(item: T): void {
-    const line = JSON.stringify(item) + '\n';
+    const json = JSON.stringify(item);
+    const line = json + '\n';
     if (this.closed || !this.opened) return this.appendNow(line);
     let seg = this.active;
     if (seg.count >= this.segmentMaxEvents) seg = this.rotate();
@@ -141,7 +144,7 @@ export class Spool<T> {
     else this.pending.push({ seg, lines: [line] });
     this.pendingBytes += line.length;
     if (this.cursor !== null) return;
-    if (this.queue.length - this.head < this.maxQueued) this.queue.push({ item, seg, idx });
+    if (this.queue.length - this.head < this.maxQueued) this.queue.push({ line: json, seg, idx });
     else this.cursor = { seg, idx }; // full: this event and the ones after it wait on disk
   }
 
@@ -214,13 +217,8 @@ export class Spool<T> {
       const lines = (await readFile(seg.path, 'utf8')).split('\n', end).slice(idx, end);
       for (let i = 0; i < end - idx; i++) {
         const line = lines[i];
-        let item: T | undefined;
-        try {
-          item = line === undefined ? undefined : (JSON.parse(line) as T);
-        } catch {
-          item = undefined;
-        }
-        if (item !== undefined) this.queue.push({ item, seg, idx: idx + i });
+        // A torn line would make its whole batch unreadable to the database: checked here.
+        if (line !== undefined && parses(line)) this.queue.push({ line, seg, idx: idx + i });
         else await this.dropCorrupt(seg, line);
       }
       this.cursor.idx = end;
@@ -228,8 +226,8 @@ export class Spool<T> {
   }
 
   /** Up to `max` queued events from the front that are durable (on disk and fsynced). */
-  peek(max: number): Queued<T>[] {
-    const out: Queued<T>[] = [];
+  peek(max: number): Queued[] {
+    const out: Queued[] = [];
     for (let i = this.head; i < this.queue.length && out.length < max; i++) {
       const q = this.queue[i]!;
       if (q.idx >= q.seg.durable) break;
@@ -289,7 +287,8 @@ export class Spool<T> {
   /** The oldest event not yet acknowledged, when it is in memory (it is, unless only disk holds
    *  the backlog: just after a start that found a spool, before the first refill). */
   oldest(): T | undefined {
-    return this.queue[this.head]?.item;
+    const q = this.queue[this.head];
+    return q ? (JSON.parse(q.line) as T) : undefined;
   }
 
   /** Flushes and closes files; segments with unwritten events stay for the next start. */
@@ -375,5 +374,14 @@ export class Spool<T> {
     } finally {
       closeSync(fd);
     }
+  }
+}
+
+function parses(line: string): boolean {
+  try {
+    JSON.parse(line);
+    return true;
+  } catch {
+    return false;
   }
 }

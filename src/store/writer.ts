@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import type { UsageEvent } from '../metering/event.js';
 import type { EventSink } from '../metering/types.js';
 import type { Component } from '../server/daemon.js';
-import { insertBatch, isDataError } from './event-batch.js';
+import { insertLines, isDataError } from './event-batch.js';
 import { Spool, type Queued, type SpoolStats } from './spool.js';
 import type { Db } from './types.js';
 
@@ -227,15 +227,15 @@ export class EventWriter implements EventSink, Component {
   }
 
   /** One statement for the batch; a data error is narrowed down by halves to the bad events. */
-  private async write(batch: Queued<UsageEvent>[]): Promise<void> {
-    const events = batch.map((q) => q.item);
+  private async write(batch: Queued[]): Promise<void> {
     try {
-      const { inserted } = await insertBatch(this.db, events);
+      const { inserted } = await insertLines(this.db, batch.map((q) => q.line));
       this.written += inserted;
       this.batches++;
     } catch (err) {
       if (!isDataError(err)) throw err;
       if (batch.length === 1) {
+        const events = [JSON.parse(batch[0]!.line) as UsageEvent];
         await this.spool.deadLetter(events, describe(err));
         this.deadLettered++;
         this.log.error({ eventId: events[0]!.id, err: describe(err), file: this.spool.deadLetterPath }, 'usage event rejected by the database: moved to the dead-letter file');

@@ -176,12 +176,12 @@ describe('CallMeter', () => {
     expect(event).toMatchObject({ usageSource: 'none', model: 'unknown', requestedModel: null, cost: ZERO_COST });
   });
 
-  it('a NUL in a tag value or model (which PostgreSQL cannot store) is replaced, not a reason to lose the event', async () => {
+  it('a NUL or a lone surrogate in a tag value or model (which PostgreSQL cannot store) is replaced, not a reason to lose the event', async () => {
     const f = byName('openai', 'chat.json');
-    const body = f.bytes.toString().replace('gpt-4o-2024-08-06', 'gpt\\u0000x');
+    const body = f.bytes.toString().replace('gpt-4o-2024-08-06', 'gpt\\u0000x\\ud800y\\ud83d\\ude00');
     const { event } = await meter({ slug: 'openai', path: 'v1/chat/completions', requestBody: { model: 'gpt-4o' }, chunks: [Buffer.from(body)], tags: { team: 'a\u0000b' } });
     expect(event.tags).toEqual({ team: 'a\uFFFDb' });
-    expect(event.model).toBe('gpt\uFFFDx');
+    expect(event.model).toBe('gpt\uFFFDx\uFFFDy\ud83d\ude00'); // a whole pair (an emoji) stays
   });
 
   it('carries the call\'s identity, tags and timings', async () => {

@@ -18,7 +18,7 @@ async function drainAll(spool: Spool<Item>, batch = 10, onBatch?: () => void): P
     await spool.refill();
     const got = spool.peek(batch);
     if (got.length === 0) break;
-    shipped.push(...got.map((q) => q.item.n));
+    shipped.push(...got.map((q) => (JSON.parse(q.line) as Item).n));
     onBatch?.();
     await spool.ack(got.length);
   }
