@@ -1,11 +1,11 @@
 import type { Logger } from '../log.js';
 import type { Component } from '../server/daemon.js';
-import { inSnapshot, seenEvents } from '../store/snapshot.js';
+import { readWithSeen } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
 import { formatUnits, reached, toUnits } from './money.js';
 import { monthWindow } from './month.js';
-import { fireLevel, LEVELS, loadBudgetStates, type BudgetRow } from './queries.js';
+import { budgetStatesQuery, fireLevel, LEVELS, type BudgetRow } from './queries.js';
 
 /** What the daemon knows about one budgeted account, as of the last refresh. */
 export interface BudgetSnapshot {
@@ -122,21 +122,19 @@ export class BudgetMonitor implements Component {
   }
 
   /**
-   * Spend, and which of the ledger's events that spend holds, from ONE snapshot: a repeatable-read
-   * transaction takes it at its first statement. An event the ledger gains after that statement
-   * answered was recorded after the snapshot, so its write (which starts later still) cannot be
-   * in it; every event gained before is looked up in the same snapshot. Exact either way.
+   * Spend, and which of the ledger's events that spend holds, from ONE snapshot (one statement).
+   * The ledger's list is taken as the statement is sent: an event it gains later is written
+   * (fsynced, then shipped) well after the statement took its snapshot, so it is not in it and
+   * stays local. Were the database to start the statement only after such a write, that cost
+   * would count twice until the next re-read — never once too few.
    */
   private async readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
     const ledger = this.ledger;
     // Without a hard-capped account nothing can enter an empty ledger while the spend is read:
     // one plain statement is exact then.
     const capped = ledger && (ledger.active() || [...this.states.values()].some((s) => s.hardCap));
-    if (!capped) return { rows: await loadBudgetStates(this.db, window), seen: [] };
-    return inSnapshot(this.db, async (tx) => {
-      const rows = await loadBudgetStates(tx, window);
-      return { rows, seen: await seenEvents(tx, ledger.unseenEvents()) };
-    });
+    const { sql, params } = budgetStatesQuery(window);
+    return readWithSeen<BudgetRow>(this.db, sql, params, capped ? ledger.unseenEvents() : []);
   }
 
   private async tick(): Promise<void> {

@@ -20,16 +20,22 @@ export interface BudgetRow {
 /** Every budgeted account with its month-to-date spend and the levels already fired this month:
  *  one statement, so budget, spend and fired levels are one consistent snapshot. */
 export function loadBudgetStates(db: Queryable, w: MonthWindow, accountName?: string): Promise<BudgetRow[]> {
-  return db.query<BudgetRow>(
-    `SELECT b.account_id, a.name AS account, b.monthly_usd AS budget, (b.hard_cap AND p.hard_cap) AS hard_cap,
+  const { sql, params } = budgetStatesQuery(w, accountName);
+  return db.query<BudgetRow>(sql, params);
+}
+
+/** Every budget (or one account's) with its month-to-date spend and the levels fired. */
+export function budgetStatesQuery(w: MonthWindow, accountName?: string): { sql: string; params: unknown[] } {
+  return {
+    sql: `SELECT b.account_id, a.name AS account, b.monthly_usd AS budget, (b.hard_cap AND p.hard_cap) AS hard_cap,
             COALESCE((SELECT sum(u.spend) FROM usage_daily u
                       WHERE u.account_id = b.account_id AND u.day >= $1::date AND u.day < $2::date), 0) AS spend,
             COALESCE((SELECT array_agg(f.level::int ORDER BY f.level) FROM alert_levels_fired f
                       WHERE f.account_id = b.account_id AND f.month = $3), '{}'::int[]) AS fired
        FROM budgets b JOIN accounts a ON a.id = b.account_id JOIN plans p ON p.name = a.plan
       WHERE $4::text IS NULL OR a.name = $4::text`,
-    [w.from, w.to, w.month, accountName ?? null],
-  );
+    params: [w.from, w.to, w.month, accountName ?? null],
+  };
 }
 
 /** The month's most expensive models of an account, for the alert payload. */

@@ -1,4 +1,4 @@
-import { inSnapshot, seenEvents } from '../store/snapshot.js';
+import { readWithSeen } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 
 /** First instant of the UTC month containing t, and of the next one. */
@@ -40,16 +40,15 @@ export class QuotaTracker {
     this.#anonymous = new Map(); // id-less admissions from here on are not in what the query may see
     try {
       const day = new Date(start).toISOString().slice(0, 10);
-      const { rows, seen } = await inSnapshot(db, async (tx) => ({
-        rows: await tx.query<{ account_id: string; n: string }>(
-          // Only accounts whose plan has a quota: the others need no count.
-          `SELECT d.account_id, sum(d.requests) AS n FROM usage_daily d
-             JOIN accounts a ON a.id = d.account_id JOIN plans p ON p.name = a.plan
-            WHERE d.day >= $1 AND p.monthly_call_quota IS NOT NULL GROUP BY d.account_id`,
-          [day],
-        ),
-        seen: await seenEvents(tx, [...this.#unseen.values()]),
-      }));
+      const { rows, seen } = await readWithSeen<{ account_id: string; n: string }>(
+        db,
+        // Only accounts whose plan has a quota: the others need no count.
+        `SELECT d.account_id, sum(d.requests) AS n FROM usage_daily d
+           JOIN accounts a ON a.id = d.account_id JOIN plans p ON p.name = a.plan
+          WHERE d.day >= $1 AND p.monthly_call_quota IS NOT NULL GROUP BY d.account_id`,
+        [day],
+        [...this.#unseen.values()],
+      );
       // One synchronous step: the new counts and the local calls they hold change together.
       this.#written = new Map(rows.map((r) => [r.account_id, Number(r.n)]));
       this.#month = start;

@@ -1,25 +1,24 @@
-import type { Db, Queryable } from './types.js';
+import type { Queryable } from './types.js';
 
 /**
- * Runs `fn` in one read-only repeatable-read transaction: every statement sees the snapshot the
- * first one took. What a sidecar counts locally until a re-read shows it (hard-cap costs, quota
- * calls) is checked with `seenEvents` in the snapshot the figures were read from, so a local
- * count is dropped exactly when those figures include it.
+ * What a sidecar counts locally until a re-read shows it (hard-cap costs, quota calls) is
+ * checked in the same snapshot the figures are read from, so a local count is dropped exactly
+ * when those figures include it. One statement has one snapshot (its CTEs and subqueries all
+ * see it), so the figures and the check are one statement: one round trip, no transaction.
  */
-export function inSnapshot<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  return db.transaction(async (tx) => {
-    await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-    return fn(tx);
-  });
-}
-
-/** Which of these events are written (usage_events' key is (time, event_id)). */
-export async function seenEvents(db: Queryable, events: { id: string; time: string }[]): Promise<string[]> {
-  if (events.length === 0) return [];
-  const rows = await db.query<{ id: string }>(
-    `SELECT e.event_id::text AS id FROM usage_events e
-       JOIN unnest($1::timestamptz[], $2::uuid[]) AS p(time, id) ON e.time = p.time AND e.event_id = p.id`,
-    [events.map((e) => e.time), events.map((e) => e.id)],
+export async function readWithSeen<R extends object>(
+  db: Queryable, sql: string, params: unknown[], events: readonly { id: string; time: string }[],
+): Promise<{ rows: R[]; seen: string[] }> {
+  if (events.length === 0) return { rows: await db.query<R>(sql, params), seen: [] };
+  const n = params.length;
+  // Every row carries the seen ids; with no rows, the LEFT JOIN still returns one (`__row` null).
+  const rows = await db.query<R & { __row: boolean | null; __seen: string[] }>(
+    `WITH r AS (SELECT true AS __row, q.* FROM (${sql}) AS q),
+          s AS (SELECT coalesce(array_agg(e.event_id::text), '{}'::text[]) AS seen FROM usage_events e
+                  JOIN unnest($${n + 1}::timestamptz[], $${n + 2}::uuid[]) AS p(time, id) ON e.time = p.time AND e.event_id = p.id)
+     SELECT s.seen AS __seen, r.* FROM s LEFT JOIN r ON true`,
+    [...params, events.map((e) => e.time), events.map((e) => e.id)],
   );
-  return rows.map((r) => r.id);
+  const seen = rows[0]?.__seen ?? [];
+  return { rows: rows.filter((r) => r.__row).map(({ __row: _row, __seen: _seen, ...row }) => row as unknown as R), seen };
 }

@@ -69,6 +69,19 @@ describeEachBackend('EventWriter', (backend) => {
     expect(new Date(row!.time as string).toISOString()).toBe(e.time);
   });
 
+  it('text with quotes, backslashes, escapes and non-ASCII arrives unchanged, units and tier too', async () => {
+    const odd = `o'neil \\ "q" \\' \n\t ü 😀 $1 E'x'`;
+    const e = { ...makeEvents(1, 41)[0]!, model: odd, requestedModel: `'; DROP TABLE usage_events; --`, tags: { team: odd, "k'ey": 'v\\' },
+      units: { input_audio_tokens: 7, web_search_requests: 2 }, serviceTier: 'flex' };
+    const writer = startWriter(db);
+    writer.push(e);
+    await writer.drain();
+    await writer.stop();
+    const [row] = await db.query<Record<string, unknown>>(
+      'SELECT model, requested_model, tags, units, service_tier, cost::text AS cost FROM usage_events WHERE event_id = $1', [e.id]);
+    expect(row).toEqual({ model: odd, requested_model: e.requestedModel, tags: e.tags, units: e.units, service_tier: 'flex', cost: e.cost });
+  });
+
   it('a replayed batch changes nothing', async () => {
     const before = { daily: await dailyRows(db), tags: (await tagSums(db)).rolled };
     const events = firstEvents; // the same ids as above
