@@ -121,20 +121,10 @@ export class BudgetMonitor implements Component {
     return fired;
   }
 
-  /**
-   * Spend, and which of the ledger's events that spend holds, from ONE snapshot (one statement).
-   * The ledger's list is taken as the statement is sent: an event it gains later is written
-   * (fsynced, then shipped) well after the statement took its snapshot, so it is not in it and
-   * stays local. Were the database to start the statement only after such a write, that cost
-   * would count twice until the next re-read — never once too few.
-   */
-  private async readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
-    const ledger = this.ledger;
-    // Without a hard-capped account nothing can enter an empty ledger while the spend is read:
-    // one plain statement is exact then.
-    const capped = ledger && (ledger.active() || [...this.states.values()].some((s) => s.hardCap));
+  /** Spend, and which of the ledger's events that spend holds, from one snapshot. */
+  private readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
     const { sql, params } = budgetStatesQuery(window);
-    return readWithSeen<BudgetRow>(this.db, sql, params, capped ? ledger.unseenEvents() : []);
+    return readWithSeen<BudgetRow>(this.db, sql, params, () => this.ledger?.unseenEvents() ?? []);
   }
 
   private async tick(): Promise<void> {

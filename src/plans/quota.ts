@@ -47,7 +47,7 @@ export class QuotaTracker {
            JOIN accounts a ON a.id = d.account_id JOIN plans p ON p.name = a.plan
           WHERE d.day >= $1 AND p.monthly_call_quota IS NOT NULL GROUP BY d.account_id`,
         [day],
-        [...this.#unseen.values()],
+        () => [...this.#unseen.values()],
       );
       // One synchronous step: the new counts and the local calls they hold change together.
       this.#written = new Map(rows.map((r) => [r.account_id, Number(r.n)]));

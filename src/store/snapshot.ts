@@ -1,24 +1,33 @@
-import type { Queryable } from './types.js';
+import type { Db } from './types.js';
+
+type EventRef = { id: string; time: string };
 
 /**
- * What a sidecar counts locally until a re-read shows it (hard-cap costs, quota calls) is
- * checked in the same snapshot the figures are read from, so a local count is dropped exactly
- * when those figures include it. One statement has one snapshot (its CTEs and subqueries all
- * see it), so the figures and the check are one statement: one round trip, no transaction.
+ * Figures (`sql`) and which of the events a sidecar counts locally until a re-read shows them
+ * (hard-cap costs, quota calls) are written, from ONE snapshot: a read-only repeatable-read
+ * transaction takes it at its first statement. `events` is asked only after that statement
+ * answered: an event the sidecar gains later was recorded after the snapshot, so its write
+ * (which starts later still) cannot be in it; every event gained before is looked up in the
+ * same snapshot. A local count is dropped exactly when the figures include it. While nothing is
+ * counted locally (the usual idle state) the figures are one plain statement.
  */
-export async function readWithSeen<R extends object>(
-  db: Queryable, sql: string, params: unknown[], events: readonly { id: string; time: string }[],
-): Promise<{ rows: R[]; seen: string[] }> {
-  if (events.length === 0) return { rows: await db.query<R>(sql, params), seen: [] };
-  const n = params.length;
-  // Every row carries the seen ids; with no rows, the LEFT JOIN still returns one (`__row` null).
-  const rows = await db.query<R & { __row: boolean | null; __seen: string[] }>(
-    `WITH r AS (SELECT true AS __row, q.* FROM (${sql}) AS q),
-          s AS (SELECT coalesce(array_agg(e.event_id::text), '{}'::text[]) AS seen FROM usage_events e
-                  JOIN unnest($${n + 1}::timestamptz[], $${n + 2}::uuid[]) AS p(time, id) ON e.time = p.time AND e.event_id = p.id)
-     SELECT s.seen AS __seen, r.* FROM s LEFT JOIN r ON true`,
-    [...params, events.map((e) => e.time), events.map((e) => e.id)],
-  );
-  const seen = rows[0]?.__seen ?? [];
-  return { rows: rows.filter((r) => r.__row).map(({ __row: _row, __seen: _seen, ...row }) => row as unknown as R), seen };
+export async function readWithSeen<R>(db: Db, sql: string, params: unknown[], events: () => EventRef[]): Promise<{ rows: R[]; seen: string[] }> {
+  if (events().length === 0) {
+    const rows = await db.query<R>(sql, params);
+    // Still nothing counted locally: nothing the figures hold is counted twice. Else an event
+    // entered the list while they were read and they may hold it: read again, in one snapshot.
+    if (events().length === 0) return { rows, seen: [] };
+  }
+  return db.transaction(async (tx) => {
+    await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    const rows = await tx.query<R>(sql, params);
+    const refs = events();
+    if (refs.length === 0) return { rows, seen: [] };
+    const seen = await tx.query<{ id: string }>(
+      `SELECT e.event_id::text AS id FROM usage_events e
+         JOIN unnest($1::timestamptz[], $2::uuid[]) AS p(time, id) ON e.time = p.time AND e.event_id = p.id`,
+      [refs.map((e) => e.time), refs.map((e) => e.id)],
+    );
+    return { rows, seen: seen.map((r) => r.id) };
+  });
 }

@@ -132,16 +132,20 @@ export function cutReplyTo(marker: string, times = Infinity): Tap {
   };
 }
 
-/** Cuts (at most `times` connections) after the COMMIT of a transaction that ran a statement
- *  containing `marker` reached the server, before its acknowledgement reaches the client: the
- *  server committed, the client cannot know. */
+/** ReadyForQuery, idle: the transaction the statements before it ran in is over. */
+const READY_IDLE = Buffer.from([0x5a, 0, 0, 0, 5, 0x49]);
+
+/** Cuts (at most `times` connections) once the transaction that ran a statement containing
+ *  `marker` committed — an explicit COMMIT, or the end of a one-message script (an implicit
+ *  transaction) — before its acknowledgement reaches the client: the server committed, the
+ *  client cannot know. */
 export function cutAfterCommit(marker: string, times = Infinity): Tap {
   let left = times;
   return (direction, chunk, conn) => {
     if (direction === 'to-server' && chunk.includes(marker)) conn.marks.add(marker);
-    if (direction === 'to-server' && conn.marks.has(marker) && chunk.includes('COMMIT')) conn.marks.add('commit');
-    if (direction === 'to-client' && conn.marks.has('commit') && left > 0) {
+    if (direction === 'to-client' && conn.marks.has(marker) && chunk.includes(READY_IDLE) && left > 0) {
       left--;
+      conn.marks.delete(marker);
       return 'cut';
     }
     return 'forward';
