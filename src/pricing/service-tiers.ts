@@ -2,7 +2,8 @@
  * Service tiers change the price of the tokens a call used (never of its per-call units such as
  * web searches). The catalogue prices the standard tier only, so the tiers' multipliers are kept
  * here, as exact ratios, from each provider's pricing page:
- * - OpenAI `flex`: the Batch API price, half the standard one. `priority`: a price list of its
+ * - OpenAI `flex` and `batch` (Batch API results, README "Batch results"): half the standard
+ *   price. `priority`: a price list of its
  *   own, a different multiple for each model (gpt-5 2×, gpt-5-mini 1.8×, gpt-4.1 1.75×, …);
  *   models not listed are priced at the standard tier.
  * - Anthropic `batch` (message batches): half price. `priority` is billed through a capacity
@@ -37,7 +38,7 @@ export function serviceTierRatio(provider: ProviderSlug, tier: string | undefine
   if (!tier) return undefined;
   switch (provider) {
     case 'openai':
-      if (tier === 'flex') return HALF;
+      if (tier === 'flex' || tier === 'batch') return HALF;
       if (tier === 'priority') return OPENAI_PRIORITY[modelId];
       return undefined;
     case 'anthropic':

@@ -79,6 +79,10 @@ describe('every billed unit at its price, exactly', () => {
     const nano = pricer.cost({ provider: 'openai', model: 'gpt-5-nano', usage: u('priority'), time: AT });
     expect(nano.cost).toBe('0.00009000');
     expect(nano.tierMultiplier).toBeUndefined();
+    // OpenAI batch (Batch API results): half the standard price, cached input too.
+    // gpt-4o-mini $0.15 / $0.075 cached / $0.60: (600×0.15 + 400×0.075 + 100×0.6) / 2 = (90 + 30 + 60) / 2 = 90 µ$
+    expect(pricer.cost({ provider: 'openai', model: 'gpt-4o-mini', usage: { ...u('batch'), cachedInputTokens: 400 }, time: AT }))
+      .toMatchObject({ cost: '0.00009000', tierMultiplier: '0.5' });
     // Gemini priority 1.8×: gemini-2.5-flash (1000×0.3 + 100×2.5) × 1.8 = 990 µ$; Groq flex is the on-demand price.
     expect(pricer.cost({ provider: 'gemini', model: 'gemini-2.5-flash', usage: u('priority'), time: AT }).cost).toBe('0.00099000');
     expect(pricer.cost({ provider: 'groq', model: 'llama-3.3-70b-versatile', usage: u('flex'), time: AT }).cost)
