@@ -4,11 +4,13 @@ import type { Pricer } from '../pricing/index.js';
 import { estimateUsage } from '../providers/estimate.js';
 import { getProvider, StreamFramer, streamFormat } from '../providers/index.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from '../providers/types.js';
+import { BATCH_LINE_BYTES, BatchTotals } from './batch-totals.js';
 import type { MeteringCounters } from './counters.js';
 import { createDecoder, type BodyDecoder } from './decode.js';
 import type { UsageEvent, UsageSource } from './event.js';
 import { storedUnits } from './event-units.js';
 import { JsonCapture } from './json-capture.js';
+import { cleanTags, storable } from './storable.js';
 import type { CallMeter, CallStart, EventSink } from './types.js';
 
 export interface CallMeterDeps {
@@ -42,6 +44,8 @@ export class MeteredCall implements CallMeter {
   private framer: StreamFramer | undefined;
   private acc: StreamAccumulator | undefined;
   private json: JsonCapture | undefined;
+  /** A download of batch results (a GET): summed per model as its lines pass. */
+  private batch: BatchTotals | undefined;
   /** The body could not be read (unknown encoding, internal failure): usage is estimated. */
   private unreadable = false;
   private decodedOk = true;
@@ -65,7 +69,8 @@ export class MeteredCall implements CallMeter {
     try {
       this.status = status;
       this.headAt = at ?? performance.now();
-      if (this.call.method !== undefined && this.call.method !== 'POST') return; // reads charge nothing
+      if (this.call.method === 'GET' && status >= 200 && status < 300 && this.readsBatchResults(headers)) return;
+      if (this.call.method !== undefined && this.call.method !== 'POST') return; // other reads charge nothing
       const contentType = headers['content-type'];
       const format = streamFormat(Array.isArray(contentType) ? contentType[0] : contentType);
       if (format && this.provider) {
@@ -84,6 +89,21 @@ export class MeteredCall implements CallMeter {
     }
   }
 
+  /** Batch results are JSONL whatever their content type says (`application/binary`,
+   *  `application/octet-stream`). They are decoded without METER_MAX_DECODED_BYTES: framing keeps
+   *  memory flat, and a file cut off there would charge nothing. */
+  private readsBatchResults(headers: IncomingHttpHeaders): boolean {
+    const results = this.provider?.batchResults?.(this.req);
+    if (!results) return false;
+    const batch = new BatchTotals(results, this.call.provider, this.deps.pricer, this.call.time);
+    const framer = new StreamFramer('ndjson', batch, { maxEventBytes: BATCH_LINE_BYTES });
+    this.batch = batch;
+    this.framer = framer;
+    this.decoder = createDecoder(headers['content-encoding'], (b) => framer.push(b), Number.POSITIVE_INFINITY);
+    if (!this.decoder) this.unreadable = true;
+    return true;
+  }
+
   responseChunk(chunk: Buffer, at?: number): void {
     if (this.firstByteAt === undefined) this.firstByteAt = at ?? performance.now();
     if (this.unreadable || !this.decoder) return;
@@ -100,15 +120,17 @@ export class MeteredCall implements CallMeter {
     const endedAt = performance.now();
     const finish = (decodedOk: boolean) => {
       this.decodedOk = decodedOk;
-      let event: UsageEvent;
+      let events: UsageEvent[];
       try {
-        event = this.build(outcome, endedAt);
+        events = this.buildEvents(outcome, endedAt);
       } catch (err) {
         this.fail('end', err);
-        event = this.fallbackEvent(outcome, endedAt);
+        events = [this.fallbackEvent(outcome, endedAt)];
       }
-      this.deps.counters.record(event);
-      this.deps.sink.push(event);
+      for (const event of events) {
+        this.deps.counters.record(event);
+        this.deps.sink.push(event);
+      }
     };
     if (!this.decoder || this.unreadable) return finish(true);
     try {
@@ -123,6 +145,17 @@ export class MeteredCall implements CallMeter {
     if (!this.unreadable) this.deps.onError(step, err, this.call);
     this.unreadable = true;
     this.deps.counters.internalErrors++;
+  }
+
+  /** The call's event; a whole download of batch results is one event per model instead. A
+   *  download cut short or failed charges nothing: the client will download it again. */
+  private buildEvents(outcome: { completed: boolean; status?: number }, endedAt: number): UsageEvent[] {
+    const event = this.build(outcome, endedAt);
+    if (!this.batch) return [event];
+    const whole = outcome.completed && event.status >= 200 && event.status < 300 && !this.unreadable && this.decodedOk;
+    if (!whole) return [event];
+    this.framer!.flush();
+    return this.batch.events(event);
   }
 
   private build(outcome: { completed: boolean; status?: number }, endedAt: number): UsageEvent {
@@ -206,21 +239,6 @@ export class MeteredCall implements CallMeter {
       tags: this.call.tags, providerCostTicks: null,
     };
   }
-}
-
-/** PostgreSQL text and jsonb cannot hold U+0000 (a tag value may be `%00`), nor a lone UTF-16
- *  surrogate (a model name from a provider's JSON may carry one, and the event goes to the
- *  database as JSON): the database would reject the event, so the character is replaced rather
- *  than the event dead-lettered. */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
-const storable = (s: string) => (UNSTORABLE.test(s) ? s.replace(UNSTORABLE_ALL, '\uFFFD') : s);
-
-function cleanTags(tags: Record<string, string>): Record<string, string> {
-  for (const v of Object.values(tags)) {
-    if (UNSTORABLE.test(v)) return Object.fromEntries(Object.entries(tags).map(([k, x]) => [k, storable(x)]));
-  }
-  return tags;
 }
 
 const round3 = (ms: number) => Math.round(Math.max(0, ms) * 1000) / 1000;

@@ -38,4 +38,9 @@ export interface UsageEvent {
   units?: StoredUnits | null;
   /** The service tier the provider says served the call (`flex`, `priority`, `batch`, …). */
   serviceTier?: string | null;
+  /** Batch results (README "Batch results"): `<provider>:<batch or file id>:<model>`. The store
+   *  charges the event only if no other event of the account claimed the same key before;
+   *  otherwise it is recorded as a call that used nothing. Absent on every other event, and in
+   *  events spooled by an older version. */
+  claim?: string | null;
 }

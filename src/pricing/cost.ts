@@ -85,6 +85,13 @@ export function splitUsage(usage: Usage, prices?: PriceSet): Map<PriceClass, num
  * multiplier applied to the token part, a discount to the whole, rounded once, half-even.
  */
 export function costUnits(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): bigint {
+  const { num, den } = costFraction(resolved, usage, time, tier);
+  return divRoundHalfEven(num, den);
+}
+
+/** The same cost before rounding, num/den units of 1e-8 USD: costs of many calls (batch
+ *  results) are summed as fractions and rounded once. */
+export function costFraction(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): Ratio {
   const { prices } = selectEntry(resolved.model, time);
   const totals = unitTotals(usage);
   const leaves = unitLeaves(totals, planOf(prices));
@@ -117,7 +124,7 @@ export function costUnits(resolved: ResolvedModel, usage: Usage, time: Date, tie
     num *= resolved.discount.ratio.num;
     den *= resolved.discount.ratio.den;
   }
-  return divRoundHalfEven(num, den);
+  return { num, den };
 }
 
 export function costString(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): string {

@@ -1,6 +1,7 @@
 import { compileCatalogueModel, findCatalogueModel, normaliseModelName } from './catalogue.js';
 import { activePriceTable, priceTableGeneration } from './price-data.js';
-import { costString, ZERO_COST } from './cost.js';
+import { COST_DECIMALS, costFraction, ZERO_COST } from './cost.js';
+import { divRoundHalfEven, formatFixed, type Ratio } from './decimal.js';
 import { formatRatio, serviceTierRatio } from './service-tiers.js';
 import {
   PRICES_FILE_ENV, PricesFileError, findOverride, loadOverridesFile, type ModelOverride, type Overrides,
@@ -101,27 +102,38 @@ export class Pricer {
   /** Exact cost of one call. Never throws: an unknown model costs "0.00000000" and is flagged unpriced. */
   cost(input: CostInput): CostResult {
     const priceVersion = this.priceVersion;
+    const p = this.#price(input);
+    if (!p) return { cost: ZERO_COST, unpriced: true, priceVersion };
+    const result: CostResult = {
+      cost: formatFixed(divRoundHalfEven(p.exact.num, p.exact.den), COST_DECIMALS),
+      unpriced: false,
+      priceVersion,
+      matchedModel: p.r.matchedModel,
+      source: p.r.resolved.source,
+      pricedModel: p.name,
+    };
+    if (p.tier) result.tierMultiplier = formatRatio(p.tier);
+    return result;
+  }
+
+  /** The cost before rounding, in units of 1e-8 USD (see costFraction), or undefined: unpriced. */
+  exactCost(input: CostInput): Ratio | undefined {
+    return this.#price(input)?.exact;
+  }
+
+  #price(input: CostInput): { exact: Ratio; r: Resolution; name: string; tier: Ratio | undefined } | undefined {
     try {
       for (const name of [input.model, input.requestedModel]) {
         if (!name) continue;
         const r = this.resolve(input.provider, name);
         if (!r) continue;
         const tier = serviceTierRatio(input.provider, input.usage.serviceTier, r.resolved.model.id);
-        const result: CostResult = {
-          cost: costString(r.resolved, input.usage, input.time, tier),
-          unpriced: false,
-          priceVersion,
-          matchedModel: r.matchedModel,
-          source: r.resolved.source,
-          pricedModel: name,
-        };
-        if (tier) result.tierMultiplier = formatRatio(tier);
-        return result;
+        return { exact: costFraction(r.resolved, input.usage, input.time, tier), r, name, tier };
       }
     } catch {
-      // fall through: an event is still recorded, flagged unpriced
+      // an event is still recorded, flagged unpriced
     }
-    return { cost: ZERO_COST, unpriced: true, priceVersion };
+    return undefined;
   }
 
   /**

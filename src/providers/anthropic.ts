@@ -1,6 +1,7 @@
 import { bodyModel, isErrorBody, isNum, num, obj, parse, serviceTier, str, TextAccumulator, usage, usageResult, type Obj } from './common.js';
+import { batchResults, pathId } from './batch-results.js';
 import { eachStringField, firstStringField } from './scan.js';
-import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
+import type { BatchResults, Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
 /**
  * Anthropic's `input_tokens` excludes cache reads and writes: all input = input_tokens +
@@ -83,6 +84,22 @@ class AnthropicAccumulator extends TextAccumulator {
   }
 }
 
+/** `GET v1/messages/batches/{id}/results`: one line per request, `{custom_id, result}`; only a
+ *  `succeeded` result holds a message (errored, canceled and expired ones used nothing). */
+const RESULTS_PATH = /(?:^|\/)messages\/batches\/([^/]+)\/results\/?$/;
+
+function messageBatchResults(req: RequestInfo): BatchResults | undefined {
+  const id = pathId(req, RESULTS_PATH);
+  return id === undefined ? undefined : batchResults(id, (line) => {
+    const result = obj(line.result);
+    if (result?.type !== 'succeeded') return undefined;
+    const message = obj(result.message);
+    const u = obj(message?.usage);
+    const found = u && anthropicUsage(u);
+    return found && { model: str(message?.model) ?? 'unknown', usage: found };
+  });
+}
+
 export const anthropic: Provider = {
   slug: 'anthropic',
   defaultBaseUrl: 'https://api.anthropic.com/v1',
@@ -98,4 +115,5 @@ export const anthropic: Provider = {
   streamAccumulator(req: RequestInfo): StreamAccumulator {
     return new AnthropicAccumulator(bodyModel(req));
   },
+  batchResults: messageBatchResults,
 };

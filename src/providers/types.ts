@@ -71,6 +71,26 @@ export interface StreamAccumulator {
   result(): UsageResult;
 }
 
+/** The succeeded request one line of batch results holds: the model that served it and its usage. */
+export interface BatchResultLine {
+  model: string;
+  usage: Usage;
+}
+
+/**
+ * A download of batch results through the proxy (a GET of a JSONL file). Metering frames the
+ * file into lines as it passes and reads each with `readLine`, summing per model: memory stays
+ * flat whatever the file's size.
+ */
+export interface BatchResults {
+  /** The batch or file the results belong to (`msgbatch_…`, `file-…`): downloading the same
+   *  results again must not charge them again. */
+  id: string;
+  /** One line's succeeded request, or undefined when it used nothing (errored, canceled,
+   *  expired, or not a result line at all). */
+  readLine(line: string): BatchResultLine | undefined;
+}
+
 export interface Provider {
   slug: ProviderSlug;
   /** Public base address (origin + base path), CONTRACT §2. */
@@ -81,4 +101,6 @@ export interface Provider {
   usageFromJson(body: unknown, req: RequestInfo): UsageResult;
   /** A fresh per-request accumulator for a streamed response. */
   streamAccumulator(req: RequestInfo): StreamAccumulator;
+  /** A reader of batch results when a GET of this path downloads them, else undefined. */
+  batchResults?(req: RequestInfo): BatchResults | undefined;
 }
