@@ -1,11 +1,13 @@
 import type { Logger } from '../log.js';
 import type { Db, Queryable } from '../store/types.js';
-import { timescaleRetention, type TimescaleRetentionResult } from '../store/timescale/maintenance.js';
+import { loadHorizons, timescaleRetention, type TimescaleRetentionResult } from '../store/timescale/maintenance.js';
 import { loadPlans } from './plans.js';
 
 export interface RetentionResult {
   rawEvents: number;
   rollupRows: number;
+  /** Claims of batch results (sql/070) dropped with the rollups of their months. */
+  claims: number;
   /** TimescaleDB mode: what the chunk-level retention did instead of row DELETEs. */
   timescale?: TimescaleRetentionResult;
 }
@@ -18,6 +20,10 @@ const DAY = 86_400_000;
  * quarterly views outlive raw events. An account whose plan changed less than that plan's
  * retention ago is left alone: a downgrade never deletes data sooner than the new plan
  * itself would have. One sidecar of a fleet at a time (advisory lock); the others skip.
+ *
+ * Claims of batch results (usage_claims) go with the rollups, not with the raw events: the
+ * charge lives on in the rollups, and a results file can be downloaded again long after its
+ * events are gone (OpenAI keeps output files until they are deleted) without being charged again.
  */
 export async function runRetention(db: Db, opts: { batch?: number; now?: number; logger?: Logger } = {}): Promise<RetentionResult | undefined> {
   const batch = opts.batch ?? 5_000;
@@ -28,15 +34,17 @@ export async function runRetention(db: Db, opts: { batch?: number; now?: number;
     // own retention is a visibility limit in queries (src/store/timescale/maintenance.ts).
     return db.tryAdvisoryLock('meter.retention', async (conn) => {
       const timescale = await timescaleRetention(conn, now);
-      const result = { rawEvents: 0, rollupRows: timescale.carriedRows, timescale };
-      if (timescale.droppedChunks || timescale.compressedChunks || timescale.droppedAggregateChunks || timescale.carriedRows) {
+      // The aggregates keep every account's days for the longest rollup retention: so do claims.
+      const claims = await deleteClaims(conn, monthsBefore(now, (await loadHorizons(conn)).longestRollupMonths));
+      const result = { rawEvents: 0, rollupRows: timescale.carriedRows, claims, timescale };
+      if (timescale.droppedChunks || timescale.compressedChunks || timescale.droppedAggregateChunks || timescale.carriedRows || claims) {
         opts.logger?.info(result, 'retention dropped and compressed expired chunks');
       }
       return result;
     });
   }
   return db.tryAdvisoryLock('meter.retention', async (conn) => {
-    const result: RetentionResult = { rawEvents: 0, rollupRows: 0 };
+    const result: RetentionResult = { rawEvents: 0, rollupRows: 0, claims: 0 };
     for (const plan of (await loadPlans(conn)).values()) {
       const cutoff = new Date(now - plan.rawRetentionDays * DAY);
       const ids = (await conn.query<{ id: string }>(
@@ -44,9 +52,7 @@ export async function runRetention(db: Db, opts: { batch?: number; now?: number;
       )).map((r) => r.id);
       if (ids.length > 0) result.rawEvents += await deleteInBatches(conn, ids, cutoff, batch);
 
-      const d = new Date(now);
-      const rollupCutoff = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - plan.rollupRetentionMonths, 1))
-        .toISOString().slice(0, 10);
+      const rollupCutoff = monthsBefore(now, plan.rollupRetentionMonths).toISOString().slice(0, 10);
       for (const table of ['usage_daily', 'usage_tag_daily']) {
         const rows = await conn.query(
           `DELETE FROM ${table} WHERE day < $1 AND account_id IN (SELECT id FROM accounts WHERE plan = $2) RETURNING 1`,
@@ -54,10 +60,28 @@ export async function runRetention(db: Db, opts: { batch?: number; now?: number;
         );
         result.rollupRows += rows.length;
       }
+      result.claims += await deleteClaims(conn, monthsBefore(now, plan.rollupRetentionMonths), plan.name);
     }
-    if (result.rawEvents || result.rollupRows) opts.logger?.info(result, 'retention deleted expired data');
+    if (result.rawEvents || result.rollupRows || result.claims) opts.logger?.info(result, 'retention deleted expired data');
     return result;
   });
+}
+
+/** The first day of the month `months` before the one `now` is in (UTC). */
+function monthsBefore(now: number, months: number): Date {
+  const d = new Date(now);
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - months, 1));
+}
+
+/** Claims made before `cutoff`, of one plan's accounts or (no plan) of every account. */
+async function deleteClaims(db: Queryable, cutoff: Date, plan?: string): Promise<number> {
+  const rows = plan === undefined
+    ? await db.query('DELETE FROM usage_claims WHERE claimed_at < $1 RETURNING 1', [cutoff])
+    : await db.query(
+      'DELETE FROM usage_claims WHERE claimed_at < $1 AND account_id IN (SELECT id FROM accounts WHERE plan = $2) RETURNING 1',
+      [cutoff, plan],
+    );
+  return rows.length;
 }
 
 async function deleteInBatches(db: Queryable, accountIds: string[], cutoff: Date, batch: number): Promise<number> {
