@@ -7,6 +7,12 @@ import type { Db, StoreKind } from './types.js';
  * the rollup upserts (CTEs), so a retried or replayed batch changes nothing. Rollup rows are
  * upserted in key order, daily before tags, so concurrent writers lock rows in the same order
  * and cannot deadlock. Money is summed as NUMERIC by the database, never in JS.
+ *
+ * An event with a claim (batch results, README "Batch results") claims its key in usage_claims
+ * in the same statement; it is charged only if this statement made the claim. Otherwise (the
+ * same results downloaded again, by this sidecar or another) it is recorded as a call that used
+ * nothing: still one event, as every proxied call is, so request counts, quotas and the hard
+ * cap's ledger, which follow event ids, stay right.
  */
 
 /** Distinct values of one tag key rolled up per account and day; more go to the overflow row. */
@@ -31,13 +37,33 @@ const names = COLUMNS.map(([n]) => n).join(', ');
 // no per-event parameter building in the daemon, and the database reads each field by name
 // (a field missing from an older version's line is NULL; tags default to none).
 const INPUT = `input AS (
-  SELECT ${COLUMNS.map(([n, , k]) => (n === 'tags' ? `coalesce(t."${k}", '{}'::jsonb) AS ${n}` : `t."${k}" AS ${n}`)).join(', ')}
-  FROM json_to_recordset($1::json) AS t(${COLUMNS.map(([, type, k]) => `"${k}" ${type}`).join(', ')})
+  SELECT ${COLUMNS.map(([n, , k]) => (n === 'tags' ? `coalesce(t."${k}", '{}'::jsonb) AS ${n}` : `t."${k}" AS ${n}`)).join(', ')},
+    t."claim" AS claim
+  FROM json_to_recordset($1::json) AS t(${COLUMNS.map(([, type, k]) => `"${k}" ${type}`).join(', ')}, "claim" text)
 )`;
+
+// Claims in key order (concurrent writers wait on each other's keys in the same order); of two
+// events of one batch with the same key, the earlier claims it.
+const CLAIM = `claimed AS (
+  INSERT INTO usage_claims (account_id, claim, event_id, claimed_at)
+  SELECT account_id, claim, event_id, time FROM input WHERE claim IS NOT NULL
+  ORDER BY account_id, claim, time, event_id
+  ON CONFLICT (account_id, claim) DO NOTHING
+  RETURNING event_id
+), charged AS (
+  SELECT i.*, (i.claim IS NULL OR EXISTS (SELECT 1 FROM claimed c WHERE c.event_id = i.event_id)) AS charged FROM input i
+)`;
+
+/** What an event whose claim another event holds records instead of its usage. */
+const UNCHARGED: Record<string, string> = {
+  input_tokens: '0', output_tokens: '0', cached_input_tokens: '0', cache_write_tokens: '0', reasoning_tokens: '0',
+  cost: '0', unpriced: 'false', usage_source: `'none'`, provider_cost_ticks: 'NULL', units: 'NULL',
+};
+const chargedColumns = COLUMNS.map(([n]) => (UNCHARGED[n] ? `CASE WHEN charged THEN ${n} ELSE ${UNCHARGED[n]} END` : n)).join(', ');
 
 const INSERT_EVENTS = `ins AS (
   INSERT INTO usage_events (${names})
-  SELECT ${names} FROM input ORDER BY time, event_id
+  SELECT ${chargedColumns} FROM charged ORDER BY time, event_id
   ON CONFLICT (time, event_id) DO NOTHING
   RETURNING account_id, (time AT TIME ZONE 'UTC')::date AS day, provider, model, cost, input_tokens,
     output_tokens, cached_input_tokens, cache_write_tokens, reasoning_tokens, tags
@@ -90,11 +116,11 @@ const UPSERT_TAGS = `tag_groups AS (
 /** With rollup tables (PostgreSQL, embedded) or without (TimescaleDB: continuous aggregates). */
 export function batchSql(kind: StoreKind): string {
   if (kind === 'timescale') {
-    return `WITH ${INPUT}, ${INSERT_EVENTS}
+    return `WITH ${INPUT}, ${CLAIM}, ${INSERT_EVENTS}
 SELECT (SELECT count(*) FROM ins)::int AS inserted`;
   }
   // The scalar subqueries run in this order: events, then daily rows, then tag rows.
-  return `WITH ${INPUT}, ${INSERT_EVENTS}, ${UPSERT_DAILY}, ${UPSERT_TAGS}
+  return `WITH ${INPUT}, ${CLAIM}, ${INSERT_EVENTS}, ${UPSERT_DAILY}, ${UPSERT_TAGS}
 SELECT (SELECT count(*) FROM ins)::int AS inserted, (SELECT count(*) FROM daily)::int AS daily_rows,
   (SELECT count(*) FROM tags)::int AS tag_rows`;
 }
