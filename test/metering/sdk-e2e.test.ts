@@ -1,13 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import pino from 'pino';
 import { beforeAll, expect, it } from 'vitest';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
-import { loadConfig } from '../../src/config.js';
-import { meteringComponent, meteringFor, type MeteringSetup } from '../../src/metering/index.js';
+import type { MeteringSetup } from '../../src/metering/index.js';
 import type { ProviderSlug, Usage } from '../../src/providers/types.js';
-import { components } from '../../src/server/components.js';
-import { startDaemon, type ComponentFactory, type Daemon } from '../../src/server/daemon.js';
+import type { Daemon } from '../../src/server/daemon.js';
+import { startShippedDaemon } from '../helpers/shipped-daemon.js';
 import { describeEachBackend } from '../helpers/stores.js';
 import { sseEvents, startFakeUpstream, writeInPieces } from '../helpers/upstreams.js';
 import { adapters, type SdkAdapter } from '../proxy/sdk-adapters.js';
@@ -47,16 +45,7 @@ describeEachBackend('an official SDK call through the daemon', (backend) => {
       });
       upstreams[`METER_UPSTREAM_${a.slug.toUpperCase()}`] = `${fake.origin}${a.basePath}`;
     }
-    const store = await backend.config();
-    const config = loadConfig({
-      METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: store.dataDir, METER_FLUSH_INTERVAL_MS: '20',
-      ...(store.databaseUrl ? { DATABASE_URL: store.databaseUrl } : {}), ...upstreams,
-    });
-    // the shipped component list, with a handle on the metering the proxy uses
-    const factories: ComponentFactory[] = components.map((f) => (f === meteringComponent
-      ? (ctx) => (setup = meteringFor(ctx)).component
-      : f));
-    daemon = await startDaemon(config, pino({ level: 'silent' }), factories);
+    ({ daemon, setup } = await startShippedDaemon(await backend.config(), upstreams));
     await createAccount(daemon.store, 'sdk-e2e', 'pro');
     key = (await createKey(daemon.store, 'sdk-e2e', 'e2e')).key;
     return () => daemon.close();

@@ -5,16 +5,14 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitForUpdate, type Provider } from '@pydantic/genai-prices';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
-import { loadConfig } from '../../src/config.js';
-import { meteringComponent, meteringFor, type MeteringSetup } from '../../src/metering/index.js';
+import type { MeteringSetup } from '../../src/metering/index.js';
 import { activePriceTable } from '../../src/pricing/price-data.js';
-import { components } from '../../src/server/components.js';
-import { startDaemon, type ComponentFactory, type Daemon } from '../../src/server/daemon.js';
+import type { Daemon } from '../../src/server/daemon.js';
+import { startShippedDaemon } from '../helpers/shipped-daemon.js';
 import { atFileEnd } from '../helpers/cleanup.js';
 import { backends, postgresUrl } from '../helpers/stores.js';
 import { startFakeUpstream } from '../helpers/upstreams.js';
@@ -46,14 +44,10 @@ describe.skipIf(!postgresUrl)('METER_PRICES_REMOTE in the daemon [postgres]', ()
       }));
     });
     atFileEnd(() => together.close());
-    const store = await backend.config();
-    const config = loadConfig({
-      METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: store.dataDir, METER_FLUSH_INTERVAL_MS: '20',
-      DATABASE_URL: store.databaseUrl!, METER_UPSTREAM_TOGETHER: `${together.origin}/v1`,
+    ({ daemon, setup } = await startShippedDaemon(await backend.config(), {
+      METER_UPSTREAM_TOGETHER: `${together.origin}/v1`,
       METER_PRICES_REMOTE: `http://127.0.0.1:${(prices.address() as AddressInfo).port}/data.json`,
-    });
-    const factories: ComponentFactory[] = components.map((f) => (f === meteringComponent ? (ctx) => (setup = meteringFor(ctx)).component : f));
-    daemon = await startDaemon(config, pino({ level: 'silent' }), factories);
+    }));
     atFileEnd(() => daemon.close());
     await createAccount(daemon.store, 'prices', 'pro');
     key = (await createKey(daemon.store, 'prices', 'p')).key;

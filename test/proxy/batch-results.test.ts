@@ -3,15 +3,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import OpenAI from 'openai';
-import pino from 'pino';
 import { beforeAll, expect, it } from 'vitest';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
-import { loadConfig } from '../../src/config.js';
-import { meteringComponent, meteringFor, type MeteringSetup } from '../../src/metering/index.js';
+import type { MeteringSetup } from '../../src/metering/index.js';
 import { packageRoot } from '../../src/paths.js';
-import { components } from '../../src/server/components.js';
-import { startDaemon, type ComponentFactory, type Daemon } from '../../src/server/daemon.js';
+import type { Daemon } from '../../src/server/daemon.js';
+import { startShippedDaemon } from '../helpers/shipped-daemon.js';
 import { describeEachBackend } from '../helpers/stores.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/upstreams.js';
 import { PROVIDER_KEY } from './sdk-adapters.js';
@@ -62,16 +60,9 @@ describeEachBackend('batch results downloaded through the daemon with the offici
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.end(OPENAI_OUTPUT);
     });
-    const store = await backend.config();
-    const config = loadConfig({
-      METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: store.dataDir, METER_FLUSH_INTERVAL_MS: '20',
-      ...(store.databaseUrl ? { DATABASE_URL: store.databaseUrl } : {}),
+    ({ daemon, setup } = await startShippedDaemon(await backend.config(), {
       METER_UPSTREAM_ANTHROPIC: `${anthropicUpstream.origin}/v1`, METER_UPSTREAM_OPENAI: `${openaiUpstream.origin}/v1`,
-    });
-    const factories: ComponentFactory[] = components.map((f) => (f === meteringComponent
-      ? (ctx) => (setup = meteringFor(ctx)).component
-      : f));
-    daemon = await startDaemon(config, pino({ level: 'silent' }), factories);
+    }));
     await createAccount(daemon.store, 'batches', 'pro');
     key = (await createKey(daemon.store, 'batches', 'e2e')).key;
     return () => daemon.close();
