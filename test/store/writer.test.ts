@@ -70,7 +70,8 @@ describeEachBackend('EventWriter', (backend) => {
   });
 
   it('text with quotes, backslashes, escapes and non-ASCII arrives unchanged, units and tier too', async () => {
-    const odd = `o'neil \\ "q" \\' \n\t ü 😀 $1 E'x'`;
+    // `$'`, `$&`, `$\`` are replacement patterns of String.replace: they must reach the database as text
+    const odd = `o'neil \\ "q" \\' \n\t ü 😀 $1 E'x' $' $& $\` $$`;
     const e = { ...makeEvents(1, 41)[0]!, model: odd, requestedModel: `'; DROP TABLE usage_events; --`, tags: { team: odd, "k'ey": 'v\\' },
       units: { input_audio_tokens: 7, web_search_requests: 2 }, serviceTier: 'flex' };
     const writer = startWriter(db);
