@@ -68,12 +68,19 @@ describeEachBackend('batch results downloaded through the daemon with the offici
     return () => daemon.close();
   });
 
-  /** Events of batch results, in download order, each download's models in the file's order. */
-  async function batchEvents(provider: string) {
-    await setup.writer.drain();
-    return daemon.store.query<{ model: string; cost: string; usage_source: string; input: number; tags: unknown }>(
-      `SELECT model, cost::text AS cost, usage_source, input_tokens::int AS input, tags FROM usage_events
-        WHERE provider = $1 AND service_tier = 'batch' ORDER BY time, event_id`, [provider]);
+  /** Events of batch results, in download order, each download's models in the file's order.
+   *  The proxy meters a call when its response has ended, which can be after the SDK has read the
+   *  last byte (a gzip body is decoded asynchronously): wait until `n` events are there. */
+  async function batchEvents(provider: string, n: number) {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      await setup.writer.drain();
+      const rows = await daemon.store.query<{ model: string; cost: string; usage_source: string; input: number; tags: unknown }>(
+        `SELECT model, cost::text AS cost, usage_source, input_tokens::int AS input, tags FROM usage_events
+          WHERE provider = $1 AND service_tier = 'batch' ORDER BY time, event_id`, [provider]);
+      if (rows.length >= n || Date.now() > deadline) return rows;
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
   async function spend(provider: string) {
     return daemon.store.query<{ model: string; spend: string; requests: number }>(
@@ -94,7 +101,7 @@ describeEachBackend('batch results downloaded through the daemon with the offici
     expect(anthropicUpstream.requests.filter((r) => r.url.endsWith('/results'))).toHaveLength(2);
     const charged = { usage_source: 'provider', tags: { team: 'research' } };
     const nothing = { cost: '0.00000000', usage_source: 'none', input: 0, tags: { team: 'research' } };
-    expect(await batchEvents('anthropic')).toEqual([
+    expect(await batchEvents('anthropic', 4)).toEqual([
       { model: 'claude-haiku-4-5-20251001', cost: '0.00140240', input: 3148, ...charged },
       { model: 'claude-sonnet-4-5-20250929', cost: '0.00393750', input: 1500, ...charged },
       { model: 'claude-haiku-4-5-20251001', ...nothing },
@@ -113,7 +120,7 @@ describeEachBackend('batch results downloaded through the daemon with the offici
       const res = await client.files.content(FILE_ID);
       expect(Buffer.from(await res.arrayBuffer()).equals(OPENAI_OUTPUT)).toBe(true);
     }
-    expect((await batchEvents('openai')).map(({ model, cost, usage_source }) => [model, cost, usage_source])).toEqual([
+    expect((await batchEvents('openai', 4)).map(({ model, cost, usage_source }) => [model, cost, usage_source])).toEqual([
       ['gpt-4o-mini-2024-07-18', '0.00012000', 'provider'],
       ['gpt-4.1-mini-2025-04-14', '0.00048640', 'provider'],
       ['gpt-4o-mini-2024-07-18', '0.00000000', 'none'],
