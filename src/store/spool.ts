@@ -165,8 +165,11 @@ export class Spool<T> {
     return run;
   }
 
+  /** One pass over what is buffered when it starts: lines pushed meanwhile wait for the next
+   *  flush (under a steady stream of pushes a flush that wrote until nothing was left would
+   *  hardly ever end, and the writer, which ships only durable events, would wait on it). */
   private async writePending(): Promise<void> {
-    while (this.pending.length > 0) {
+    for (let entries = this.pending.length; entries > 0 && this.pending.length > 0; entries--) {
       const entry = this.pending[0]!;
       const seg = entry.seg;
       // Lines pushed while this write is under way join the same entry: write what is here now.
@@ -186,6 +189,7 @@ export class Spool<T> {
       }
       entry.lines.splice(0, n);
       if (entry.lines.length === 0) this.pending.shift();
+      else entries = 1; // the active segment got more lines while this was written: they wait
       this.pendingBytes -= data.length;
       seg.bytes += Buffer.byteLength(data);
       seg.durable += n;
@@ -294,7 +298,7 @@ export class Spool<T> {
   /** Flushes and closes files; segments with unwritten events stay for the next start. */
   async close(): Promise<number> {
     if (this.closed) return this.stats().backlog;
-    await this.flush();
+    while (this.pending.length > 0) await this.flush();
     this.closed = true;
     for (const seg of [...this.segments]) {
       await this.closeFile(seg);
