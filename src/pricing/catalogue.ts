@@ -10,7 +10,7 @@ import { calcPrice, type ConditionalPrice, type ModelInfo, type ModelPrice } fro
 import { parseDecimal, type Dec } from './decimal.js';
 import type { ProviderSlug } from '../providers/types.js';
 import type { CompiledModel, PriceConstraint, PriceEntry, PriceSet, TieredDec } from './types.js';
-import { PRICE_CLASSES, TOKEN_CLASSES, UNITS, type PriceClass } from './units.js';
+import { PRICE_CLASSES, SELF_SUFFICIENT_CLASSES, UNITS, type PriceClass } from './units.js';
 
 /** Our slugs → the catalogue's provider ids. Always passed explicitly: without it the catalogue
  *  guesses from the model name, and Groq/Together models (`openai/gpt-oss-120b`, `meta-llama/…`)
@@ -97,8 +97,8 @@ export function compileCatalogueModelStrict(info: ModelInfo): CompiledModel | nu
     if (c.constraint) entry.constraint = convertConstraint(c.constraint);
     return entry;
   });
-  // A model with no token prices at all (OCR pages, audio hours) cannot be priced from our usage.
-  return entries.length && entries.some((e) => TOKEN_CLASSES.some((c) => e.prices[c] !== undefined)) ? { id: info.id, entries } : null;
+  // A model with neither token nor rerank prices (OCR pages, audio hours) cannot be priced from our usage.
+  return entries.length && entries.some((e) => SELF_SUFFICIENT_CLASSES.some((c) => e.prices[c] !== undefined)) ? { id: info.id, entries } : null;
 }
 
 function convertPrices(mp: ModelPrice): PriceSet {

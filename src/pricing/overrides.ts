@@ -10,7 +10,7 @@ import {
 } from './overrides-schema.js';
 import type { ProviderSlug } from '../providers/types.js';
 import type { CompiledModel, PriceSet, ResolvedModel, TieredDec } from './types.js';
-import { PRICE_CLASSES, UNITS, type PriceClass } from './units.js';
+import { PRICE_CLASSES, SELF_SUFFICIENT_CLASSES, UNITS, type PriceClass } from './units.js';
 
 export const PRICES_FILE_ENV = 'METER_PRICES_FILE';
 
@@ -162,6 +162,18 @@ function compile(file: PricesFile): Overrides['providers'] {
     out[slug] = po;
   }
   return out;
+}
+
+/**
+ * An entry of unit prices only, for a model the catalogue does not know: those prices are the
+ * model's whole price when they can price a call on their own (a rerank model's per-search
+ * price); a web search price alone cannot, so such a model stays unpriced.
+ */
+export function standaloneModel(o: ModelOverride): CompiledModel | undefined {
+  if (o.kind !== 'catalogue' || o.sameAs !== undefined || !o.extra) return undefined;
+  const extra = o.extra;
+  if (!SELF_SUFFICIENT_CLASSES.some((c) => extra[c] !== undefined)) return undefined;
+  return { id: o.key, entries: [{ prices: extra }] };
 }
 
 /** The override for a normalised model name: exact name first, then the longest matching prefix. */

@@ -4,7 +4,7 @@ import { COST_DECIMALS, costFraction, ZERO_COST } from './cost.js';
 import { divRoundHalfEven, formatFixed, type Ratio } from './decimal.js';
 import { formatRatio, serviceTierRatio } from './service-tiers.js';
 import {
-  PRICES_FILE_ENV, PricesFileError, findOverride, loadOverridesFile, type ModelOverride, type Overrides,
+  PRICES_FILE_ENV, PricesFileError, findOverride, loadOverridesFile, standaloneModel, type ModelOverride, type Overrides,
 } from './overrides.js';
 import { formatPath } from './overrides-schema.js';
 import type { ProviderSlug } from '../providers/types.js';
@@ -154,7 +154,13 @@ export class Pricer {
     const target = o?.sameAs ?? name;
     const targetInfo = target === name && info !== undefined ? info : findCatalogueModel(provider, target);
     const catalogueModel = targetInfo ? compileCatalogueModel(targetInfo) : null;
-    if (!catalogueModel) return null;
+    if (!catalogueModel) {
+      const alone = o ? standaloneModel(o) : undefined;
+      if (!o || !alone) return null;
+      const resolved: ResolvedModel = { model: alone, source: 'override' };
+      if (o.discount) resolved.discount = o.discount;
+      return { resolved, matchedModel: o.key };
+    }
     const extra = o?.kind === 'catalogue' ? o.extra : undefined;
     const model = extra
       ? { id: catalogueModel.id, entries: catalogueModel.entries.map((e) => ({ ...e, prices: { ...e.prices, ...extra } })) }
@@ -186,6 +192,7 @@ export class Pricer {
         const target = o.sameAs ?? o.key;
         const info = findCatalogueModel(slug, target);
         if (info && compileCatalogueModel(info)) continue;
+        if (standaloneModel(o)) continue; // a rerank model the catalogue does not list
         const field = o.sameAs ? 'same_as' : 'discount_pct';
         problems.push({
           path: formatPath(['providers', slug, 'models', o.key, field]),

@@ -21,12 +21,14 @@ const LABEL: Readonly<Record<PriceClass, string>> = {
   output_image: 'image output',
   output_video: 'video output',
   web_search: 'web search (per 1K calls)',
+  social_search: 'X search (per 1K calls)',
+  rerank_search: 'rerank search (per 1K searches)',
   request: 'request (per 1K calls)',
 };
 
 export interface PriceRowJson {
   class: PriceClass;
-  /** USD per million tokens after any discount, exact; for calls (web_search, request): USD per
+  /** USD per million tokens after any discount, exact; for calls (searches, requests): USD per
    *  thousand calls. */
   usd_per_mtok: string;
   /** Set for per-call classes: the price is per this many calls (1000). */

@@ -12,12 +12,16 @@ export const PRICE_CLASSES = [
   'input', 'cache_read', 'cache_write', 'cache_write_1h',
   'input_audio', 'cache_audio_read', 'input_image', 'cache_image_read', 'input_video',
   'output', 'output_audio', 'output_image', 'output_video',
-  'web_search', 'request',
+  'web_search', 'social_search', 'rerank_search', 'request',
 ] as const;
 export type PriceClass = (typeof PRICE_CLASSES)[number];
 
 /** The classes every model is shown with (billed as their parent when they have no price). */
 export const TOKEN_CLASSES: readonly PriceClass[] = ['input', 'cache_read', 'cache_write', 'cache_write_1h', 'output'];
+
+/** A price for one of these is enough to price a model's calls: tokens, or searches for a rerank
+ *  model (which bills nothing else). A model priced only in other units (audio hours, pages) is not. */
+export const SELF_SUFFICIENT_CLASSES: readonly PriceClass[] = [...TOKEN_CLASSES, 'rerank_search'];
 
 type Dims = Readonly<Record<string, string>>;
 
@@ -54,6 +58,8 @@ export const UNITS: Readonly<Record<PriceClass, UnitDef>> = {
   output_image: tok('output_image', 'output_image_tokens', 'output_image_mtok', { direction: 'output', modality: 'image' }),
   output_video: tok('output_video', 'output_video_tokens', 'output_video_mtok', { direction: 'output', modality: 'video' }),
   web_search: per1k('web_search', 'web_searches', 'web_searches_kcount', { family: 'tool_calls', tool_type: 'web_search' }),
+  social_search: per1k('social_search', 'social_searches', 'social_searches_kcount', { family: 'tool_calls', tool_type: 'social_search' }),
+  rerank_search: per1k('rerank_search', 'rerank_searches', 'rerank_searches_kcount', { family: 'rerank' }),
   request: per1k('request', 'requests', 'requests_kcount', { family: 'requests' }),
 };
 
@@ -84,6 +90,8 @@ const EXTRA_CLASS: Readonly<Record<ExtraUnit, PriceClass | null>> = {
   output_image_tokens: 'output_image',
   output_video_tokens: 'output_video',
   web_searches: 'web_search',
+  social_searches: 'social_search',
+  rerank_searches: 'rerank_search',
   web_fetches: null,
 };
 
@@ -104,7 +112,7 @@ export function unitTotals(usage: Usage): Record<PriceClass, number> {
     cache_write_1h: Math.min(count(usage.cacheWrite1hTokens), cacheWrite),
     input_audio: 0, cache_audio_read: 0, input_image: 0, cache_image_read: 0, input_video: 0,
     output: count(usage.outputTokens), output_audio: 0, output_image: 0, output_video: 0,
-    web_search: 0, request: 1,
+    web_search: 0, social_search: 0, rerank_search: 0, request: 1,
   };
   if (usage.units) {
     // Least specific first, so a part is clamped to its already clamped wholes.

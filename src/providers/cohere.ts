@@ -4,13 +4,18 @@ import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } fro
 
 /**
  * Cohere bills on `billed_units`, not `tokens` (which counts the prompt template too). v1 puts
- * them in `meta`, v2 in `usage`; both have the same inner shape. `cached_tokens` is not
- * mapped: Cohere prices no cache discount and billed input is what is charged.
+ * them in `meta`, v2 chat in `usage` (rerank in `meta` in both); the inner shape is the same.
+ * `search_units` are rerank searches (one query with up to 100 documents), billed per search.
+ * `cached_tokens` is not mapped: Cohere prices no cache discount and billed input is what is charged.
  */
 export function cohereUsage(u: Obj): Usage | undefined {
   const b = obj(u.billed_units);
-  if (!b || (!isNum(b.input_tokens) && !isNum(b.output_tokens))) return undefined;
-  return usage({ inputTokens: num(b.input_tokens), outputTokens: num(b.output_tokens) });
+  if (!b || (!isNum(b.input_tokens) && !isNum(b.output_tokens) && !isNum(b.search_units))) return undefined;
+  return usage({
+    inputTokens: num(b.input_tokens),
+    outputTokens: num(b.output_tokens),
+    units: { rerank_searches: num(b.search_units) },
+  });
 }
 
 /** Stream events whose text is generated output (v1 NDJSON `event_type`, v2 SSE `type`). */
@@ -70,7 +75,7 @@ export const cohere: Provider = {
     const o = obj(body);
     const model = bodyModel(req);
     if (!o) return usageResult(model, undefined);
-    const src = obj(o.usage) ?? obj(o.meta); // v2 chat / v1 chat, embed
+    const src = obj(o.usage) ?? obj(o.meta); // v2 chat / v1 chat, embed, rerank
     // Cohere's error body is `{"id"?, "message": "…"}`; a v2 answer's `message` is an object
     const error = isErrorBody(o) || (!src && typeof o.message === 'string' && o.text === undefined);
     return usageResult(model, src && cohereUsage(src), error);

@@ -70,6 +70,9 @@ export interface CompatOptions {
   extraUsage?: (o: Obj) => unknown;
   /** A chunk-level error besides `error` (Groq `x_groq.error`). */
   extraError?: (o: Obj) => boolean;
+  /** The usage object counts the billed tool calls itself (xAI): output items, which include
+   *  failed attempts, and request options are not counted. */
+  toolCallsInUsage?: boolean;
 }
 
 type Mode = 'chat' | 'completions' | 'responses';
@@ -90,7 +93,7 @@ function usageIn(o: Obj, opts: CompatOptions, req: RequestInfo, mode: Mode): Usa
     if (!n) continue;
     const tier = serviceTier(o.service_tier ?? obj(o.response)?.service_tier);
     if (tier !== undefined) n.serviceTier = tier;
-    const searches = webSearches(o, req, mode);
+    const searches = opts.toolCallsInUsage ? 0 : webSearches(o, req, mode);
     if (searches > 0) n.units = { ...n.units, web_searches: searches };
     return n;
   }

@@ -8,14 +8,18 @@ export type ProviderSlug = (typeof PROVIDER_SLUGS)[number];
  * Billed units beyond the token columns, named as @pydantic/genai-prices names them. Each is a
  * part of a total above it (audio input tokens are part of inputTokens, cached audio part of
  * both cachedInputTokens and input_audio_tokens, output audio part of outputTokens); requests
- * to server-side tools are counts of calls.
+ * to server-side tools and rerank searches are counts of calls.
  */
 export const EXTRA_UNITS = [
   'input_audio_tokens', 'cache_audio_read_tokens', 'input_image_tokens', 'cache_image_read_tokens',
   'input_video_tokens', 'output_audio_tokens', 'output_image_tokens', 'output_video_tokens',
   /** Web search tool calls: Anthropic `server_tool_use.web_search_requests`, OpenAI responses
-   *  `web_search_call` items, Gemini grounding `webSearchQueries`. */
+   *  `web_search_call` items, Gemini grounding `webSearchQueries`, xAI `web_search_calls`. */
   'web_searches',
+  /** X search tool calls: xAI `server_side_tool_usage_details.x_search_calls`. */
+  'social_searches',
+  /** Cohere rerank search units: `billed_units.search_units` (one query with up to 100 documents). */
+  'rerank_searches',
   /** Anthropic `server_tool_use.web_fetch_requests` (no per-call price today: its tokens are billed). */
   'web_fetches',
 ] as const;

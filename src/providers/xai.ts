@@ -1,4 +1,4 @@
-import { isNum, num } from './common.js';
+import { isNum, nonZeroUnits, num, obj } from './common.js';
 import { openAICompatible, openAIUsage } from './openai-compatible.js';
 import type { Obj } from './common.js';
 
@@ -23,11 +23,27 @@ function xaiUsage(u: Obj) {
   if (base.reasoningTokens > 0 && !included) base.outputTokens = completion + base.reasoningTokens;
   const t = ticks(u.cost_in_usd_ticks);
   if (t !== undefined) base.providerCostTicks = t;
+  const tools = obj(u.server_side_tool_usage_details);
+  if (tools) {
+    const units = nonZeroUnits({ ...base.units, ...searchCalls(tools) });
+    if (units) base.units = units;
+  }
   return base;
+}
+
+/**
+ * The server-side search calls xAI bills per call, under genai-prices' names: web search and
+ * X search (`social_searches`). xAI counts only the calls that succeeded, which are the billed ones.
+ * Live Search's `num_sources_used` is not read: `search_parameters` has been refused with
+ * 410 Gone since January 2026, so it is always 0.
+ */
+function searchCalls(d: Obj) {
+  return { web_searches: num(d.web_search_calls), social_searches: num(d.x_search_calls) };
 }
 
 export const xai = openAICompatible({
   slug: 'xai',
   defaultBaseUrl: 'https://api.x.ai/v1',
   normalise: xaiUsage,
+  toolCallsInUsage: true,
 });

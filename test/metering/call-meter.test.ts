@@ -44,6 +44,9 @@ describe('CallMeter over the providers\' fixtures, in arbitrary chunkings', () =
           for (const k of TOKEN_FIELDS) expect(event[k], k).toBe(want[k]);
           expect(event.usageSource).toBe('provider');
           expect(event.providerCostTicks).toBe(want.providerCostTicks?.toString() ?? null);
+          // every billed unit beyond the token columns, under genai-prices' names (rerank and X searches too)
+          const units = { ...(want.cacheWrite1hTokens ? { cache_write_1h_tokens: want.cacheWrite1hTokens } : {}), ...want.units };
+          expect(event.units).toEqual(Object.keys(units).length ? units : null);
           const priced = pricer.cost({ provider: f.slug, model: f.expected.model ?? null, requestedModel: event.requestedModel, usage: want, time: new Date(event.time) });
           expect(event.cost).toBe(priced.cost);
           expect(event.unpriced).toBe(priced.unpriced);
@@ -68,6 +71,16 @@ describe('CallMeter over the providers\' fixtures, in arbitrary chunkings', () =
 const byName = (slug: string, file: string) => fixtures.find((f) => f.slug === slug && f.file === file)!;
 
 describe('CallMeter', () => {
+  it('a rerank call stores its search units; no table prices rerank-v3.5, so it is flagged unpriced, never a silent 0', async () => {
+    const f = byName('cohere', 'rerank-v2.json');
+    const { event } = await runFixture(f, [f.bytes]);
+    expect(event.usageSource).toBe('provider');
+    expect(event.model).toBe('rerank-v3.5');
+    expect(event.units).toEqual({ rerank_searches: 1 });
+    expect(event.unpriced).toBe(true);
+    expect(event.cost).toBe(ZERO_COST);
+  });
+
   it('a stream without usage is estimated from the request and the streamed text, and priced', async () => {
     const f = byName('openai', 'chat-stream-no-usage.sse');
     const { event } = await runFixture(f, [f.bytes]);

@@ -8,7 +8,9 @@ import type { Daemon } from '../../src/server/daemon.js';
 import { startShippedDaemon } from '../helpers/shipped-daemon.js';
 import { describeEachBackend } from '../helpers/stores.js';
 import { sseEvents, startFakeUpstream, writeInPieces } from '../helpers/upstreams.js';
-import { adapters, type SdkAdapter } from '../proxy/sdk-adapters.js';
+import { CohereClientV2 } from 'cohere-ai';
+import OpenAI from 'openai';
+import { adapters, fixture, PROVIDER_KEY, type SdkAdapter } from '../proxy/sdk-adapters.js';
 import { loadFixtures, pricer } from './fixtures.js';
 
 /**
@@ -28,6 +30,12 @@ function isStream(req: IncomingMessage, body: Buffer): boolean {
   }
 }
 
+/** Calls other than chat, answered with their fixture by provider and upstream path. */
+const OTHER_CALLS: Record<string, { json: string; sse?: string }> = {
+  'cohere /v2/rerank': { json: 'cohere/rerank-v2.json' },
+  'xai /v1/responses': { json: 'xai/responses-tools.json', sse: 'xai/responses-x-search-stream.sse' },
+};
+
 describeEachBackend('an official SDK call through the daemon', (backend) => {
   let daemon: Daemon;
   let setup!: MeteringSetup;
@@ -38,6 +46,11 @@ describeEachBackend('an official SDK call through the daemon', (backend) => {
     for (const a of adapters) {
       const fake = await startFakeUpstream();
       fake.respond(async (req, res, seen) => {
+        const other = OTHER_CALLS[`${a.slug} ${req.url}`];
+        if (other) {
+          const sse = isStream(req, seen.body) ? other.sse : undefined;
+          return writeInPieces(res, 200, sse ? 'text/event-stream' : 'application/json', sse ? sseEvents(fixture(sse)) : [fixture(other.json)]);
+        }
         const s = isStream(req, seen.body) ? a.stream : a.chat;
         const pieces = s.contentType === 'application/json' ? [s.body]
           : s.contentType === 'application/stream+json' ? s.body.split(/(?<=\n)/) : sseEvents(s.body);
@@ -57,7 +70,7 @@ describeEachBackend('an official SDK call through the daemon', (backend) => {
       `SELECT event_id, provider, model, status, stream, usage_source, input_tokens::int AS "inputTokens",
          output_tokens::int AS "outputTokens", cached_input_tokens::int AS "cachedInputTokens",
          cache_write_tokens::int AS "cacheWriteTokens", reasoning_tokens::int AS "reasoningTokens",
-         cost::text AS cost, unpriced, price_version, tags, time
+         cost::text AS cost, unpriced, price_version, tags, units, time
        FROM usage_events WHERE provider = $1 ORDER BY time DESC, event_id DESC LIMIT 1`, [slug]);
     return row!;
   }
@@ -82,5 +95,31 @@ describeEachBackend('an official SDK call through the daemon', (backend) => {
     expect(event.cost).toBe(priced.cost);
     expect(event.unpriced).toBe(priced.unpriced);
     expect(event.price_version).toBe(pricer.priceVersion);
+  }, 20_000);
+
+  it('billed units beyond tokens reach the event: Cohere rerank searches, xAI web and X searches (JSON and stream)', async () => {
+    const cohere = new CohereClientV2({ token: PROVIDER_KEY, baseUrl: `${daemon.url}/proxy/cohere`, headers: { 'X-Meter-Key': key }, maxRetries: 0 });
+    const ranked = await cohere.rerank({ model: 'rerank-v3.5', query: 'What is the capital of the United States?', documents: ['Carson City', 'Saipan', 'Washington, D.C.'], topN: 3 });
+    expect(ranked.meta?.billedUnits?.searchUnits).toBe(1);
+    // no table prices rerank-v3.5: recorded with its searches and flagged unpriced
+    expect(await lastEvent('cohere')).toMatchObject({
+      model: 'rerank-v3.5', usage_source: 'provider', units: { rerank_searches: 1 }, unpriced: true, cost: '0.00000000',
+    });
+
+    const xai = new OpenAI({ apiKey: key, baseURL: `${daemon.url}/proxy/xai`, defaultHeaders: { 'X-Provider-Authorization': `Bearer ${PROVIDER_KEY}` }, maxRetries: 0 });
+    const answer = await xai.responses.create({ model: 'grok-4.6', input: 'When is the next Starship flight?', tools: [{ type: 'web_search' }] });
+    expect(answer.output_text).toContain('Starship');
+    // tokens at the catalogue price (see test/pricing/units-cost.test.ts); the searches have none there
+    expect(await lastEvent('xai')).toMatchObject({
+      model: 'grok-4.6', stream: false, units: { web_searches: 2, social_searches: 1 }, unpriced: false, cost: '0.01128200',
+    });
+
+    let text = '';
+    const stream = await xai.responses.create({ model: 'grok-4.3', input: 'What did xAI post this week?', stream: true });
+    for await (const e of stream) if (e.type === 'response.output_text.delta') text += e.delta;
+    expect(text).toBe('xAI posted about Grok 4.3.');
+    expect(await lastEvent('xai')).toMatchObject({
+      model: 'grok-4.3', stream: true, usage_source: 'provider', units: { social_searches: 2 }, cost: '0.01012420',
+    });
   }, 20_000);
 });

@@ -47,6 +47,14 @@ describe('formatPriceTable (meter pricing show)', () => {
     expect(text).toContain('discount: 12.5%');
   });
 
+  it('a rerank model priced by the prices file shows its search price only', () => {
+    const pricer = new Pricer({ pricesFile: tempFile('rerank-table.yaml', 'providers:\n  cohere:\n    models:\n      rerank-v3.5:\n        rerank_searches_kcount: 2\n') });
+    const { json, text } = formatPriceTable(pricer, 'cohere', 'rerank-v3.5', at);
+    expect(json).toMatchObject({ priced: true, matched_model: 'rerank-v3.5', source: 'override' });
+    expect(json.prices).toEqual([{ class: 'rerank_search', usd_per_mtok: '2', per_calls: 1000, tiers: [] }]);
+    expect(text).toMatch(/rerank search \(per 1K searches\)\s+2\n/);
+  });
+
   it('unknown model', () => {
     const { json, text } = formatPriceTable(new Pricer(), 'cohere', 'no-such-model', at);
     expect(json).toMatchObject({ priced: false, matched_model: null, prices: [] });

@@ -104,9 +104,37 @@ describe('every billed unit at its price, exactly', () => {
     expect(costOf('gemini/stream-grounding.sse', p).cost).toBe('0.07041410');
   });
 
+  it('xAI server-side searches are billed units; the catalogue has no price for them, a prices file adds it', () => {
+    // grok-4.6 $2 / $0.50 cached / $6: 3186×2 + 1024×0.5 + 733×6 = 11282 µ$; 2 web searches and 1 X search unpriced.
+    expect(costOf('xai/responses-tools.json').cost).toBe('0.01128200');
+    // grok-4.3 $1.25 / $0.20 cached / $2.50: 5024×1.25 + 4096×0.2 + 1210×2.5 = 10124.2 µ$
+    expect(costOf('xai/responses-x-search-stream.sse').cost).toBe('0.01012420');
+    const p = new Pricer({ pricesFile: tempFile('xai-tools.yaml', 'providers:\n  xai:\n    models:\n      "grok-*":\n        web_searches_kcount: 5\n        social_searches_kcount: 5\n') });
+    // + 3 calls × $5/1000 = 26282 µ$: xAI's own figure, 262820000 ticks of 1e-10 USD
+    expect(costOf('xai/responses-tools.json', p).cost).toBe('0.02628200');
+    // + 2 X searches × $5/1000 = 20124.2 µ$: 201242000 ticks
+    expect(costOf('xai/responses-x-search-stream.sse', p).cost).toBe('0.02012420');
+  });
+
+  it('Cohere rerank: no table prices it (flagged unpriced); a prices file entry of a search price alone does', () => {
+    expect(costOf('cohere/rerank-v2.json')).toMatchObject({ cost: '0.00000000', unpriced: true });
+    const p = new Pricer({ pricesFile: tempFile('rerank.yaml', [
+      'providers:', '  cohere:', '    models:',
+      '      rerank-v3.5:', '        rerank_searches_kcount: 2',
+      '      "rerank-english-*":', '        rerank_searches_kcount: 2', '        discount_pct: 25', '',
+    ].join('\n')) });
+    // 1 search × $2/1000
+    expect(costOf('cohere/rerank-v2.json', p)).toMatchObject({ cost: '0.00200000', unpriced: false, source: 'override', matchedModel: 'rerank-v3.5' });
+    // 2 searches × $2/1000, 25% off: $0.003
+    expect(costOf('cohere/rerank-v1.json', p)).toMatchObject({ cost: '0.00300000', unpriced: false });
+    // a web search price alone cannot price a model the catalogue does not know: a typo stays an error
+    expect(() => new Pricer({ pricesFile: tempFile('typo.yaml', 'providers:\n  cohere:\n    models:\n      rerank-v9:\n        web_searches_kcount: 1\n') }))
+      .toThrow(/has no token prices for cohere model "rerank-v9"/);
+  });
+
   it('agrees with the catalogue’s own split of the same units (float totals, within 1e-8)', () => {
     const ids = ['anthropic/message-web-search.json', 'openai/chat-audio.json', 'openai/chat-stream-audio.sse',
-      'openai/images.json', 'gemini/generate-image.json', 'xai/chat-image.json'];
+      'openai/images.json', 'gemini/generate-image.json', 'xai/chat-image.json', 'xai/responses-tools.json'];
     for (const id of ids) {
       const { slug, model, usage } = fixtureUsage(id);
       const theirs = calcPrice({
