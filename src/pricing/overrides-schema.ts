@@ -44,7 +44,7 @@ export const PRICE_FIELDS = [
   'input_mtok', 'cache_read_mtok', 'cache_write_mtok', 'cache_write_1h_mtok', 'output_mtok',
   'input_audio_mtok', 'cache_audio_read_mtok', 'input_image_mtok', 'cache_image_read_mtok', 'input_video_mtok',
   'output_audio_mtok', 'output_image_mtok', 'output_video_mtok', 'web_searches_kcount', 'social_searches_kcount',
-  'rerank_searches_kcount', 'requests_kcount',
+  'storage_searches_kcount', 'rerank_searches_kcount', 'requests_kcount',
 ] as const;
 export type PriceField = (typeof PRICE_FIELDS)[number];
 

@@ -22,6 +22,7 @@ const LABEL: Readonly<Record<PriceClass, string>> = {
   output_video: 'video output',
   web_search: 'web search (per 1K calls)',
   social_search: 'X search (per 1K calls)',
+  storage_search: 'file search (per 1K calls)',
   rerank_search: 'rerank search (per 1K searches)',
   request: 'request (per 1K calls)',
 };

@@ -12,7 +12,7 @@ export const PRICE_CLASSES = [
   'input', 'cache_read', 'cache_write', 'cache_write_1h',
   'input_audio', 'cache_audio_read', 'input_image', 'cache_image_read', 'input_video',
   'output', 'output_audio', 'output_image', 'output_video',
-  'web_search', 'social_search', 'rerank_search', 'request',
+  'web_search', 'social_search', 'storage_search', 'rerank_search', 'request',
 ] as const;
 export type PriceClass = (typeof PRICE_CLASSES)[number];
 
@@ -59,6 +59,7 @@ export const UNITS: Readonly<Record<PriceClass, UnitDef>> = {
   output_video: tok('output_video', 'output_video_tokens', 'output_video_mtok', { direction: 'output', modality: 'video' }),
   web_search: per1k('web_search', 'web_searches', 'web_searches_kcount', { family: 'tool_calls', tool_type: 'web_search' }),
   social_search: per1k('social_search', 'social_searches', 'social_searches_kcount', { family: 'tool_calls', tool_type: 'social_search' }),
+  storage_search: per1k('storage_search', 'storage_searches', 'storage_searches_kcount', { family: 'tool_calls', tool_type: 'storage_search' }),
   rerank_search: per1k('rerank_search', 'rerank_searches', 'rerank_searches_kcount', { family: 'rerank' }),
   request: per1k('request', 'requests', 'requests_kcount', { family: 'requests' }),
 };
@@ -91,6 +92,7 @@ const EXTRA_CLASS: Readonly<Record<ExtraUnit, PriceClass | null>> = {
   output_video_tokens: 'output_video',
   web_searches: 'web_search',
   social_searches: 'social_search',
+  storage_searches: 'storage_search',
   rerank_searches: 'rerank_search',
   web_fetches: null,
 };
@@ -112,7 +114,7 @@ export function unitTotals(usage: Usage): Record<PriceClass, number> {
     cache_write_1h: Math.min(count(usage.cacheWrite1hTokens), cacheWrite),
     input_audio: 0, cache_audio_read: 0, input_image: 0, cache_image_read: 0, input_video: 0,
     output: count(usage.outputTokens), output_audio: 0, output_image: 0, output_video: 0,
-    web_search: 0, social_search: 0, rerank_search: 0, request: 1,
+    web_search: 0, social_search: 0, storage_search: 0, rerank_search: 0, request: 1,
   };
   if (usage.units) {
     // Least specific first, so a part is clamped to its already clamped wholes.

@@ -1,8 +1,10 @@
 import {
-  bodyModel, isErrorBody, isNum, num, obj, parse, pathEndsWith, serviceTier, str, TextAccumulator, usage, usageResult, type Obj,
+  bodyModel, isErrorBody, isNum, nonZeroUnits, num, obj, parse, pathEndsWith, serviceTier, str, TextAccumulator, usage, usageResult, type Obj,
 } from './common.js';
 import { eachStringField, firstStringField, hasObjectField, objectStrings } from './scan.js';
-import type { Provider, ProviderSlug, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
+import type {
+  ExtraUnit, Provider, ProviderSlug, RequestInfo, StreamAccumulator, UnitCounts, Usage, UsageResult,
+} from './types.js';
 
 /**
  * OpenAI's usage shapes: chat/legacy completions and embeddings (`prompt_tokens`, …) and the
@@ -46,19 +48,30 @@ export function openAIUsage(u: Obj): Usage | undefined {
   return usage(p);
 }
 
+/** Responses API output items billed per call, by the unit genai-prices bills them in. Every
+ *  item counts, whatever its status: OpenAI bills per call and does not say a failed one is free. */
+const PER_CALL_ITEMS: ReadonlyMap<unknown, ExtraUnit> = new Map<unknown, ExtraUnit>([
+  ['web_search_call', 'web_searches'],
+  ['file_search_call', 'storage_searches'],
+]);
+
 /**
- * Web search calls a response made: responses API `web_search_call` output items (each billed
- * per call), or one for a chat completion asked to search (`web_search_options`, the search
- * models). Counted only on the objects that carry usage, so streams cost one scan at the end.
+ * The server-side tool calls a response made: responses API `web_search_call` and
+ * `file_search_call` output items (the final output lists them all, in `response.completed` for
+ * a stream), or one web search for a chat completion asked to search (`web_search_options`, the
+ * search models). Counted only on the objects that carry usage, so streams cost one scan at the end.
  */
-function webSearches(o: Obj, req: RequestInfo, mode: Mode): number {
+function toolCalls(o: Obj, req: RequestInfo, mode: Mode): UnitCounts {
   const output = obj(o.response)?.output ?? o.output;
   if (Array.isArray(output)) {
-    let n = 0;
-    for (const item of output) if (obj(item)?.type === 'web_search_call') n++;
-    return n;
+    const calls: UnitCounts = {};
+    for (const item of output) {
+      const unit = PER_CALL_ITEMS.get(obj(item)?.type);
+      if (unit) calls[unit] = (calls[unit] ?? 0) + 1;
+    }
+    return calls;
   }
-  return mode === 'chat' && obj(req.body)?.web_search_options !== undefined ? 1 : 0;
+  return mode === 'chat' && obj(req.body)?.web_search_options !== undefined ? { web_searches: 1 } : {};
 }
 
 export interface CompatOptions {
@@ -83,7 +96,7 @@ function modeOf(req: RequestInfo): Mode {
   return 'chat';
 }
 
-/** Usage of a body or chunk, with the service tier it reports and its web search calls. */
+/** Usage of a body or chunk, with the service tier it reports and its billed tool calls. */
 function usageIn(o: Obj, opts: CompatOptions, req: RequestInfo, mode: Mode): Usage | undefined {
   const norm = opts.normalise ?? openAIUsage;
   const candidates = [o.usage, obj(o.response)?.usage, opts.extraUsage?.(o)];
@@ -93,8 +106,10 @@ function usageIn(o: Obj, opts: CompatOptions, req: RequestInfo, mode: Mode): Usa
     if (!n) continue;
     const tier = serviceTier(o.service_tier ?? obj(o.response)?.service_tier);
     if (tier !== undefined) n.serviceTier = tier;
-    const searches = opts.toolCallsInUsage ? 0 : webSearches(o, req, mode);
-    if (searches > 0) n.units = { ...n.units, web_searches: searches };
+    if (!opts.toolCallsInUsage) {
+      const units = nonZeroUnits({ ...n.units, ...toolCalls(o, req, mode) });
+      if (units) n.units = units;
+    }
     return n;
   }
   return undefined;

@@ -18,6 +18,9 @@ export const EXTRA_UNITS = [
   'web_searches',
   /** X search tool calls: xAI `server_side_tool_usage_details.x_search_calls`. */
   'social_searches',
+  /** File search tool calls (vector store searches): OpenAI responses `file_search_call` items,
+   *  xAI `file_search_calls` (Collections Search). */
+  'storage_searches',
   /** Cohere rerank search units: `billed_units.search_units` (one query with up to 100 documents). */
   'rerank_searches',
   /** Anthropic `server_tool_use.web_fetch_requests` (no per-call price today: its tokens are billed). */

@@ -32,13 +32,14 @@ function xaiUsage(u: Obj) {
 }
 
 /**
- * The server-side search calls xAI bills per call, under genai-prices' names: web search and
- * X search (`social_searches`). xAI counts only the calls that succeeded, which are the billed ones.
+ * The server-side search calls xAI bills per call, under genai-prices' names: web search,
+ * X search (`social_searches`) and Collections Search, the `file_search` tool (`storage_searches`).
+ * xAI counts only the calls that succeeded, which are the billed ones.
  * Live Search's `num_sources_used` is not read: `search_parameters` has been refused with
  * 410 Gone since January 2026, so it is always 0.
  */
 function searchCalls(d: Obj) {
-  return { web_searches: num(d.web_search_calls), social_searches: num(d.x_search_calls) };
+  return { web_searches: num(d.web_search_calls), social_searches: num(d.x_search_calls), storage_searches: num(d.file_search_calls) };
 }
 
 export const xai = openAICompatible({

@@ -34,6 +34,7 @@ function isStream(req: IncomingMessage, body: Buffer): boolean {
 const OTHER_CALLS: Record<string, { json: string; sse?: string }> = {
   'cohere /v2/rerank': { json: 'cohere/rerank-v2.json' },
   'xai /v1/responses': { json: 'xai/responses-tools.json', sse: 'xai/responses-x-search-stream.sse' },
+  'openai /v1/responses': { json: 'openai/responses-file-search.json', sse: 'openai/responses-file-search-stream.sse' },
 };
 
 describeEachBackend('an official SDK call through the daemon', (backend) => {
@@ -120,6 +121,25 @@ describeEachBackend('an official SDK call through the daemon', (backend) => {
     expect(text).toBe('xAI posted about Grok 4.3.');
     expect(await lastEvent('xai')).toMatchObject({
       model: 'grok-4.3', stream: true, usage_source: 'provider', units: { social_searches: 2 }, cost: '0.01012420',
+    });
+  }, 20_000);
+
+  it('OpenAI file search calls reach the event as storage_searches, priced at the catalogue price (JSON and stream)', async () => {
+    const openai = new OpenAI({ apiKey: key, baseURL: `${daemon.url}/proxy/openai`, defaultHeaders: { 'X-Provider-Authorization': `Bearer ${PROVIDER_KEY}` }, maxRetries: 0 });
+    const tools = [{ type: 'file_search' as const, vector_store_ids: ['vs_1234567890'] }];
+    const answer = await openai.responses.create({ model: 'gpt-4.1', input: 'What is deep research by OpenAI?', tools });
+    expect(answer.output.filter((item) => item.type === 'file_search_call')).toHaveLength(2);
+    // hand-worked in test/pricing/units-cost.test.ts: 24736 µ$ of tokens + 2 × $2.50/1000
+    expect(await lastEvent('openai')).toMatchObject({
+      model: 'gpt-4.1-2025-04-14', stream: false, units: { storage_searches: 2 }, unpriced: false, cost: '0.02973600',
+    });
+
+    let text = '';
+    const stream = await openai.responses.create({ model: 'gpt-5-mini', input: 'Can I return an opened item?', tools, stream: true });
+    for await (const e of stream) if (e.type === 'response.output_text.delta') text += e.delta;
+    expect(text).toBe('Opened items can be returned within 30 days with a receipt.');
+    expect(await lastEvent('openai')).toMatchObject({
+      model: 'gpt-5-mini-2025-08-07', stream: true, usage_source: 'provider', units: { storage_searches: 1 }, cost: '0.00428930',
     });
   }, 20_000);
 });

@@ -68,7 +68,7 @@ describe('malformed prices files', () => {
 
   it('unknown key in a model entry: lists the allowed keys', () => {
     const e = errorOf('key.yaml', 'providers:\n  openai:\n    models:\n      m:\n        input: 1\n');
-    expect(e.message).toContain('providers.openai.models.m: unknown key "input" in a model entry; allowed: input_mtok, cache_read_mtok, cache_write_mtok, cache_write_1h_mtok, output_mtok, input_audio_mtok, cache_audio_read_mtok, input_image_mtok, cache_image_read_mtok, input_video_mtok, output_audio_mtok, output_image_mtok, output_video_mtok, web_searches_kcount, social_searches_kcount, rerank_searches_kcount, requests_kcount, tiers, discount_pct, same_as');
+    expect(e.message).toContain('providers.openai.models.m: unknown key "input" in a model entry; allowed: input_mtok, cache_read_mtok, cache_write_mtok, cache_write_1h_mtok, output_mtok, input_audio_mtok, cache_audio_read_mtok, input_image_mtok, cache_image_read_mtok, input_video_mtok, output_audio_mtok, output_image_mtok, output_video_mtok, web_searches_kcount, social_searches_kcount, storage_searches_kcount, rerank_searches_kcount, requests_kcount, tiers, discount_pct, same_as');
   });
 
   it('discount out of range', () => {

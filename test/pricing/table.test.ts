@@ -37,12 +37,14 @@ describe('formatPriceTable (meter pricing show)', () => {
   it('shows discounted prices from a prices file', () => {
     const pricer = new Pricer({ pricesFile: tempFile('table.yaml', 'providers:\n  openai:\n    discount_pct: "12.5"\n') });
     const { json, text } = formatPriceTable(pricer, 'openai', 'gpt-4o', at);
-    // gpt-4o $2.50 / $1.25 / $10, web search $10 per 1K calls, 12.5% off: 2.1875 / 1.09375 / 8.75 / 8.75
+    // gpt-4o $2.50 / $1.25 / $10, web search $10 and file search $2.50 per 1K calls, 12.5% off:
+    // 2.1875 / 1.09375 / 8.75 / 8.75 / 2.1875
     expect(json.discount_pct).toBe('12.5');
     expect(json.prices.map((p) => [p.class, p.usd_per_mtok])).toEqual([
       ['input', '2.1875'], ['cache_read', '1.09375'], ['cache_write', '2.1875'], ['cache_write_1h', '2.1875'], ['output', '8.75'],
-      ['web_search', '8.75'],
+      ['web_search', '8.75'], ['storage_search', '2.1875'],
     ]);
+    expect(text).toMatch(/file search \(per 1K calls\)\s+2\.1875\n/);
     expect(json.price_version).toBe(pricer.priceVersion);
     expect(text).toContain('discount: 12.5%');
   });

@@ -43,6 +43,12 @@ describe('every billed unit at its price, exactly', () => {
     // gpt-4.1 $2 / $0.50 cached / $8 at priority (1.75×: $3.50 / $0.875 / $14):
     // (6388×2 + 1024×0.5 + 64×8) × 1.75 = 13800 × 1.75 = 24150 µ$ + 1 search $0.01.
     ['openai/responses-web-search-stream.sse', '0.03415000', '1.75'],
+    // gpt-4.1 $2 / $0.50 cached / $8, file search $2.50 per 1000 calls (storage_searches), default tier:
+    // 10432×2 + 2048×0.5 + 356×8 = 20864 + 1024 + 2848 = 24736 µ$ + 2 file searches 5000 µ$.
+    ['openai/responses-file-search.json', '0.02973600', undefined],
+    // gpt-5-mini $0.25 / $0.025 cached / $2: 3058×0.25 + 1152×0.025 + 498×2 = 764.5 + 28.8 + 996
+    // = 1789.3 µ$ + 1 file search 2500 µ$.
+    ['openai/responses-file-search-stream.sse', '0.00428930', undefined],
     // gpt-audio $2.50 text in, $32 audio in, $10 text out, $64 audio out:
     // 32×2.5 + 1140×32 + 16×10 + 382×64 = 80 + 36480 + 160 + 24448 = 61168 µ$.
     ['openai/chat-audio.json', '0.06116800', undefined],
@@ -116,6 +122,18 @@ describe('every billed unit at its price, exactly', () => {
     expect(costOf('xai/responses-x-search-stream.sse', p).cost).toBe('0.02012420');
   });
 
+  it('file searches keep their per-call price at any service tier; xAI Collections Search is unpriced until a prices file adds it', () => {
+    const { usage } = fixtureUsage('openai/responses-file-search.json');
+    // gpt-4.1 at flex: 24736 µ$ / 2 = 12368 µ$ + 2 file searches at the full $2.50/1000 = 17368 µ$
+    expect(pricer.cost({ provider: 'openai', model: 'gpt-4.1', usage: { ...usage, serviceTier: 'flex' }, time: AT }))
+      .toMatchObject({ cost: '0.01736800', tierMultiplier: '0.5' });
+    // grok-4.3 $1.25 / $2.50: 2000×1.25 + 300×2.5 = 3250 µ$; the catalogue has no xAI file search price
+    expect(costOf('xai/responses-collections-search.json')).toMatchObject({ cost: '0.00325000', unpriced: false });
+    const p = new Pricer({ pricesFile: tempFile('xai-collections.yaml', 'providers:\n  xai:\n    models:\n      "grok-*":\n        storage_searches_kcount: 2.5\n') });
+    // + 1 × $2.50/1000 = 5750 µ$: xAI's own figure, 57500000 ticks of 1e-10 USD
+    expect(costOf('xai/responses-collections-search.json', p).cost).toBe('0.00575000');
+  });
+
   it('Cohere rerank: no table prices it (flagged unpriced); a prices file entry of a search price alone does', () => {
     expect(costOf('cohere/rerank-v2.json')).toMatchObject({ cost: '0.00000000', unpriced: true });
     const p = new Pricer({ pricesFile: tempFile('rerank.yaml', [
@@ -134,7 +152,8 @@ describe('every billed unit at its price, exactly', () => {
 
   it('agrees with the catalogue’s own split of the same units (float totals, within 1e-8)', () => {
     const ids = ['anthropic/message-web-search.json', 'openai/chat-audio.json', 'openai/chat-stream-audio.sse',
-      'openai/images.json', 'gemini/generate-image.json', 'xai/chat-image.json', 'xai/responses-tools.json'];
+      'openai/images.json', 'gemini/generate-image.json', 'xai/chat-image.json', 'xai/responses-tools.json',
+      'openai/responses-file-search.json', 'openai/responses-file-search-stream.sse'];
     for (const id of ids) {
       const { slug, model, usage } = fixtureUsage(id);
       const theirs = calcPrice({
