@@ -29,17 +29,13 @@ import { openPostgres } from '../src/store/postgres.js';
 import { refreshAggregates } from '../src/store/timescale/maintenance.js';
 import { ensureTimescale, inTimescaleMode } from '../src/store/timescale/mode.js';
 import { admin, baseUrl, log, seed } from './seed.js';
+import { hasFlag, numberFlag } from './args.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const EVENTS = flag('events', Number(process.env.BENCH_EVENTS ?? 5_000_000));
-const REQUESTS = flag('requests', 300);
-const KEEP = args.includes('--keep');
-const ENGINE = args.includes('--engine');
-const TIMESCALE = ENGINE || args.includes('--timescale');
+const EVENTS = numberFlag('events', Number(process.env.BENCH_EVENTS ?? 5_000_000));
+const REQUESTS = numberFlag('requests', 300);
+const KEEP = hasFlag('keep');
+const ENGINE = hasFlag('engine');
+const TIMESCALE = ENGINE || hasFlag('timescale');
 /** The test engine in a child process; its URL and how to stop it. */
 async function startEngine(): Promise<{ url: string; stop(): void }> {
   const child = fork(fileURLToPath(new URL('../test/helpers/timescale-engine.mjs', import.meta.url)), { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });

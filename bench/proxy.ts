@@ -29,19 +29,15 @@ import { openStore } from '../src/store/index.js';
 import { CHAT_BODY } from './payloads.js';
 import { cpuMicros, rssMb, spawnService, stopService, type Service } from './processes.js';
 import { measureStartup, startupRows } from './startup.js';
+import { hasFlag, numberFlag } from './args.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const C1_REQUESTS = flag('c1', 3000);
-const STREAMS = flag('streams', 1000);
-const C64_SECONDS = flag('c64-seconds', 2);
-const ROUNDS = flag('rounds', 3);
-const SOAK_SECONDS = flag('soak-seconds', 0);
-const STARTUP_RUNS = flag('startup-runs', 3);
-const WITH_BARE = args.includes('--bare');
+const C1_REQUESTS = numberFlag('c1', 3000);
+const STREAMS = numberFlag('streams', 1000);
+const C64_SECONDS = numberFlag('c64-seconds', 2);
+const ROUNDS = numberFlag('rounds', 3);
+const SOAK_SECONDS = numberFlag('soak-seconds', 0);
+const STARTUP_RUNS = numberFlag('startup-runs', 3);
+const WITH_BARE = hasFlag('bare');
 const DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);

@@ -22,16 +22,12 @@ import { batchParams, batchSql } from '../src/store/event-batch.js';
 import { migrate } from '../src/store/migrate.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { createBenchDatabase, dropBenchDatabase, log, MODELS, seed } from './seed.js';
+import { hasFlag, numberFlag } from './args.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const EVENTS = flag('events', 5_000_000);
-const RATE = flag('rate', 200);
-const SECONDS = flag('seconds', 60);
-const KEEP = args.includes('--keep');
+const EVENTS = numberFlag('events', 5_000_000);
+const RATE = numberFlag('rate', 200);
+const SECONDS = numberFlag('seconds', 60);
+const KEEP = hasFlag('keep');
 const run = promisify(execFile);
 const tmux = async (...a: string[]) => (await run('tmux', ['-L', 'meter-bench-top', ...a])).stdout.trim();
 

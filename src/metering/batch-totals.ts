@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import { COST_DECIMALS, type Pricer } from '../pricing/index.js';
 import { divRoundHalfEven, formatFixed, type Ratio } from '../pricing/decimal.js';
+import { usage } from '../providers/common.js';
 import type { BatchResults, ProviderSlug, Usage } from '../providers/types.js';
 import type { UsageEvent } from './event.js';
 import { storedUnits } from './event-units.js';
@@ -29,10 +30,7 @@ interface ModelTotal {
   exact: Ratio | undefined;
 }
 
-const zeroBatchUsage = (): Usage => ({
-  inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0,
-  serviceTier: 'batch',
-});
+const zeroBatchUsage = (): Usage => usage({ serviceTier: 'batch' });
 
 export class BatchTotals {
   private readonly byModel = new Map<string, ModelTotal>();

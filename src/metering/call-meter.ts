@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Pricer } from '../pricing/index.js';
+import { usage } from '../providers/common.js';
 import { estimateUsage } from '../providers/estimate.js';
 import { getProvider, StreamFramer, streamFormat } from '../providers/index.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from '../providers/types.js';
@@ -24,9 +25,7 @@ export interface CallMeterDeps {
   maxDecodedBytes?: number;
 }
 
-const ZERO_USAGE: Usage = {
-  inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0,
-};
+const ZERO_USAGE: Usage = usage({});
 
 /**
  * One call, observed off to the side of the client's bytes: the response is decoded

@@ -5,6 +5,9 @@
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
 
+/** true when `s` has a character PostgreSQL cannot store. */
+export const hasUnstorable = (s: string): boolean => UNSTORABLE.test(s);
+
 export const storable = (s: string): string => (UNSTORABLE.test(s) ? s.replace(UNSTORABLE_ALL, '\uFFFD') : s);
 
 export function cleanTags(tags: Record<string, string>): Record<string, string> {

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { hasUnstorable } from './storable.js';
 
 /** CONTRACT §2: tagging headers. Invalid → the proxy answers 400 `invalid_tags`. */
 export const MAX_TAGS = 20;
@@ -26,11 +27,8 @@ function checkKey(key: string): string | undefined {
   return `tag key ${JSON.stringify(shown)} is invalid: ${KEY_RULE}`;
 }
 
-/** NUL and unpaired surrogates: PostgreSQL's text and jsonb cannot hold them. */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 function checkValue(key: string, value: string): string | undefined {
-  if (UNSTORABLE.test(value)) return `tag ${JSON.stringify(key)} has a NUL or an unpaired surrogate in its value: ${VALUE_RULE} of text`;
+  if (hasUnstorable(value)) return `tag ${JSON.stringify(key)} has a NUL or an unpaired surrogate in its value: ${VALUE_RULE} of text`;
   // Characters, not UTF-16 units: an emoji is one character.
   const chars = value.length <= MAX_TAG_VALUE_CHARS ? value.length : [...value].length;
   if (chars >= 1 && chars <= MAX_TAG_VALUE_CHARS) return undefined;
