@@ -86,7 +86,8 @@ export function readSmallBody(req: IncomingMessage, done: (body: Buffer | undefi
   };
   const onEnd = () => finish(true);
   const onGone = () => finish(false);
-  req.on('data', onData).once('end', onEnd).once('close', onGone).once('error', onGone);
+  // Plain listeners (finish removes all four): once() would wrap each, on every call.
+  req.on('data', onData).on('end', onEnd).on('close', onGone).on('error', onGone);
 }
 
 /** True when the request has a body to forward (a GET without one gets none upstream). */

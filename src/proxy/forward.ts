@@ -57,7 +57,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     private readonly arrivedAt: number,
     private readonly timings: CallTimings | undefined,
   ) {
-    res.once('close', this.onClientClose);
+    res.on('close', this.onClientClose); // a response closes once: on() spares a once() wrapper per call
   }
 
   private readonly onClientClose = (): void => {

@@ -14,7 +14,7 @@ const CONSUMED = new Set(['x-meter-key', 'x-provider-authorization', 'x-metering
 
 /** Names listed in a Connection header (other than keep-alive/close) are hop-by-hop too. */
 function connectionOptions(value: string | undefined): Set<string> | undefined {
-  if (value === undefined) return undefined;
+  if (value === undefined || value === 'keep-alive' || value === 'close') return undefined; // nearly every call
   let names: Set<string> | undefined;
   for (const token of value.split(',')) {
     const name = token.trim().toLowerCase();

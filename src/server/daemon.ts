@@ -84,7 +84,8 @@ export async function startDaemon(
   }
 
   const { limits } = config;
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+  // Not async: a proxied call is answered without a promise of its own per request.
+  const handle = (req: IncomingMessage, res: ServerResponse): void | Promise<void> => {
     if (isOverLimit(req.socket)) {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'overloaded', `more than ${limits.maxConnections} open connections (METER_MAX_CONNECTIONS): retry later`, { headers: { 'retry-after': 1 } });
@@ -97,8 +98,7 @@ export async function startDaemon(
     const url = req.url ?? '/';
     if (url === '/healthz') return sendJson(res, 200, { status: 'ok' });
     if (url === '/readyz') {
-      const ok = await store.ping();
-      return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'store unreachable', store: store.kind });
+      return store.ping().then((ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'store unreachable', store: store.kind }));
     }
     if (url === '/metrics' || url.startsWith('/metrics?')) return handleMetricsOnProxyPort(req, res, metrics, logger, config.metricsPort);
     for (const [prefix, handler] of routes) if (url.startsWith(prefix)) return handler(req, res);
@@ -114,10 +114,15 @@ export async function startDaemon(
     // How often those two timeouts are checked (Node's default, 30 s, would let slow clients linger).
     connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
   }, (req, res) => {
-    Promise.resolve(handle(req, res)).catch((err: Error) => {
+    const failed = (err: Error) => {
       logger.error({ err: { message: err.message, stack: err.stack } }, 'request failed');
       sendError(res, 500, 'internal_error', 'internal error in meter');
-    });
+    };
+    try {
+      handle(req, res)?.catch(failed);
+    } catch (err) {
+      failed(err as Error);
+    }
   });
   // Every connection, and the responses in progress on each: a draining shutdown closes the
   // idle ones at once (Node's closeIdleConnections misses a socket that never sent a request).

@@ -60,6 +60,9 @@ export interface SpoolStats {
   buffered: number;
 }
 
+/** The flush buffer's first size, and the size beyond which it is not kept between flushes. */
+const OUT_START = 64 * 1024;
+const MAX_KEPT_OUT = 8 << 20;
 const SEGMENT_RE = /^seg-(\d{12})\.jsonl$/;
 const DEAD_LETTER_FILE = 'dead-letter.jsonl';
 
@@ -81,6 +84,8 @@ export class Spool<T> {
   private opened = false;
   private closed = false;
   private lock: { release(): void } | undefined;
+  /** What a flush writes, encoded (flushes are serialised, so one buffer serves them all). */
+  private out = Buffer.allocUnsafe(OUT_START);
 
   constructor(opts: SpoolOptions) {
     this.dir = opts.dir;
@@ -174,30 +179,50 @@ export class Spool<T> {
       const seg = entry.seg;
       // Lines pushed while this write is under way join the same entry: write what is here now.
       const n = entry.lines.length;
-      const data = entry.lines.join('');
+      const bytes = this.encode(entry.lines, n);
       try {
         if (!seg.fh) {
           seg.fh = await open(seg.path, 'a');
           await this.syncDir(); // the new file's name must survive a crash too
         }
-        await seg.fh.appendFile(data);
+        for (let at = 0; at < bytes; ) at += (await seg.fh.write(this.out, at, bytes - at)).bytesWritten;
         await seg.fh.datasync();
       } catch (err) {
         // Cut a partial write back so that the retried lines are not written twice.
         await seg.fh?.truncate(seg.bytes).catch(() => {});
         throw err;
+      } finally {
+        if (this.out.length > MAX_KEPT_OUT) this.out = Buffer.allocUnsafe(OUT_START);
       }
+      for (let i = 0; i < n; i++) this.pendingBytes -= entry.lines[i]!.length;
       entry.lines.splice(0, n);
       if (entry.lines.length === 0) this.pending.shift();
       else entries = 1; // the active segment got more lines while this was written: they wait
-      this.pendingBytes -= data.length;
-      seg.bytes += Buffer.byteLength(data);
+      seg.bytes += bytes;
       seg.durable += n;
       if (seg.sealed && seg.durable === seg.count) {
         await this.closeFile(seg);
         await this.deleteIfDone(seg);
       }
     }
+  }
+
+  /** The first `n` lines as UTF-8 in `out`, grown as needed; returns the byte count. Lines are
+   *  encoded into one reused buffer rather than joined: a flush is up to a few MB, and a joined
+   *  string would be one more large object a minor GC cannot free. */
+  private encode(lines: string[], n: number): number {
+    let at = 0;
+    for (let i = 0; i < n; i++) {
+      const line = lines[i]!;
+      // 3 bytes per UTF-16 unit at most (a surrogate pair, 2 units, is 4 bytes).
+      if (this.out.length - at < line.length * 3) {
+        const grown = Buffer.allocUnsafe(Math.max(this.out.length * 2, at + line.length * 3));
+        this.out.copy(grown, 0, 0, at);
+        this.out = grown;
+      }
+      at += this.out.write(line, at);
+    }
+    return at;
   }
 
   /** Reads events that wait on disk back into the queue while it has room. */

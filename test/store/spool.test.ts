@@ -44,6 +44,31 @@ describe('Spool', () => {
     expect(segments(dir)).toHaveLength(0);
   });
 
+  it('writes multi-byte text exactly, past its first write buffer, and reads it back after a restart', async () => {
+    const dir = tempDir();
+    const spool = new Spool<{ n: number; s: string }>({ dir, segmentMaxEvents: 100_000 });
+    spool.open();
+    // 3,000 lines of about 200 UTF-16 units: ASCII, 2-, 3- and 4-byte characters, quotes, escapes.
+    const items = Array.from({ length: 3_000 }, (_, n) => ({ n, s: `ü€😀漢 "q" \\ '${n}' `.repeat(8) }));
+    for (const item of items) spool.push(item);
+    await spool.flush();
+    const bytes = items.reduce((sum, item) => sum + Buffer.byteLength(JSON.stringify(item)) + 1, 0);
+    expect(bytes).toBeGreaterThan(256 * 1024);
+    const [file] = segments(dir);
+    expect(readFileSync(join(dir, file!)).length).toBe(bytes);
+    // A second flush with more lines appends after the first.
+    spool.push({ n: 3_000, s: '末尾' });
+    await spool.flush();
+    await spool.close();
+
+    const again = new Spool<{ n: number; s: string }>({ dir });
+    expect(again.open().recovered).toBe(3_001);
+    await again.refill();
+    const lines = again.peek(10_000).map((q) => JSON.parse(q.line) as { n: number; s: string });
+    expect(lines).toEqual([...items, { n: 3_000, s: '末尾' }]);
+    await again.close();
+  });
+
   it('keeps memory bounded under a backlog: the rest waits on disk and comes back exactly once', async () => {
     const dir = tempDir();
     const spool = new Spool<Item>({ dir, maxQueued: 50, segmentMaxEvents: 64 });
