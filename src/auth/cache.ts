@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/types.js';
@@ -6,6 +7,10 @@ import type { Authenticator, Principal } from './types.js';
 
 interface KeyRecord {
   hash: Buffer;
+  /** The secret (UTF-8) that last matched `hash`: a call that brings it again is compared with
+   *  it in constant time instead of hashing (a SHA-256 costs 1 µs on a busy core, ~9 µs on an
+   *  idle one, on every call). A record replaced by a refresh starts without it. */
+  matched?: Buffer;
   /** false once revoked; an expiring key works until `expiresAt`. */
   revoked: boolean;
   expiresAt: number;
@@ -169,7 +174,12 @@ export class KeyCache implements Authenticator {
 
 function verify(record: KeyRecord, secret: string): Principal | undefined {
   if (record.revoked || record.expiresAt <= Date.now()) return undefined;
-  return secretMatches(secret, record.hash) ? record.principal : undefined;
+  const given = Buffer.from(secret);
+  const known = record.matched;
+  if (known && known.length === given.length && timingSafeEqual(known, given)) return record.principal;
+  if (!secretMatches(secret, record.hash)) return undefined;
+  record.matched = given;
+  return record.principal;
 }
 
 const shared = new WeakMap<Queryable, { cache: KeyCache; users: number; started: Promise<void> }>();

@@ -50,7 +50,12 @@ describeEachBackend('key cache', (backend) => {
   });
 
   it('refuses a wrong secret or a malformed key without asking the store', () => {
+    // The right secret was seen just before: a wrong one of the same length is still refused,
+    // and does not take its place.
+    expect(cache.authenticateToken(first.key)).toBeDefined();
     expect(cache.authenticateToken(first.key.slice(0, -4) + 'AAAA')).toBeUndefined();
+    expect(cache.authenticateToken(first.key.slice(0, -4) + 'AAAA')).toBeUndefined();
+    expect(cache.authenticateToken(first.key)).toBeDefined();
     expect(cache.authenticateToken('mk_nothex')).toBeUndefined();
     expect(cache.authenticateToken('')).toBeUndefined();
     expect(stats.lookups).toBe(0);
