@@ -1,4 +1,4 @@
-import { coefAt, divRoundHalfEven, formatFixed, type Dec, type Ratio } from './decimal.js';
+import { coefAt, divRoundHalfEven, formatFixed, pow10, type Dec, type Ratio } from './decimal.js';
 import type { Usage } from '../providers/types.js';
 import type { CompiledModel, PriceEntry, PriceSet, ResolvedModel, TieredDec } from './types.js';
 import { leafPlan, PRICE_CLASSES, SUPER_UNITS, UNITS, unitLeaves, unitTotals, type LeafPlan, type PriceClass } from './units.js';
@@ -114,7 +114,7 @@ export function costFraction(resolved: ResolvedModel, usage: Usage, time: Date, 
     if (t.tokens) tokenSum += v;
     else callSum += v;
   }
-  let den = 10n ** BigInt(scale + PER_MTOK_DIGITS - COST_DECIMALS);
+  let den = pow10(scale + PER_MTOK_DIGITS - COST_DECIMALS);
   let num = tokenSum + callSum;
   if (tier && tier.num !== tier.den) {
     num = tokenSum * tier.num + callSum * tier.den;

@@ -59,7 +59,17 @@ export function normalise(d: Dec): Dec {
 
 /** `d` expressed with `scale` digits after the point (scale >= d.scale). */
 export function coefAt(d: Dec, scale: number): bigint {
-  return d.coef * 10n ** BigInt(scale - d.scale);
+  return d.coef * pow10(scale - d.scale);
+}
+
+const POWERS_OF_TEN: bigint[] = [1n];
+
+/** 10^k (k ≥ 0) from a table: every call is priced with a few of them, and `10n ** BigInt(k)`
+ *  allocates and multiplies each time. Far beyond any price's scale it is computed. */
+export function pow10(k: number): bigint {
+  if (k > 64) return 10n ** BigInt(k);
+  for (let i = POWERS_OF_TEN.length; i <= k; i++) POWERS_OF_TEN.push(POWERS_OF_TEN[i - 1]! * 10n);
+  return POWERS_OF_TEN[k]!;
 }
 
 export function decEquals(a: Dec, b: Dec): boolean {

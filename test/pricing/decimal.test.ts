@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { divRoundHalfEven, formatDec, formatFixed, parseDecimal, discountRatio } from '../../src/pricing/decimal.js';
+import { divRoundHalfEven, formatDec, formatFixed, parseDecimal, discountRatio, pow10 } from '../../src/pricing/decimal.js';
 
 describe('decimal', () => {
   it('parses decimal strings and numbers through their shortest text, never float arithmetic', () => {
@@ -26,6 +26,10 @@ describe('decimal', () => {
     expect(formatFixed(12345n, 8)).toBe('0.00012345');
     expect(formatFixed(123456789012n, 8)).toBe('1234.56789012');
     expect(formatFixed(0n, 8)).toBe('0.00000000');
+  });
+
+  it('has every power of ten, asked in any order, past its table too', () => {
+    for (const k of [20, 3, 0, 64, 65, 100, 21, 1]) expect(pow10(k)).toBe(10n ** BigInt(k));
   });
 
   it('divides with half-even rounding', () => {
