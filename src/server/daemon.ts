@@ -105,6 +105,28 @@ export async function startDaemon(
     sendError(res, 404, 'not_found', `no route for ${req.method} ${url.split('?')[0]}`);
   };
 
+  // Every connection, and the responses in progress on each: a draining shutdown closes the
+  // idle ones at once (Node's closeIdleConnections misses a socket that never sent a request).
+  const sockets = new Set<Socket>();
+  /** A socket's responses in progress (none: the socket is idle). Kept for the socket's life,
+   *  so a keep-alive connection does not make a Set per request. */
+  const inFlight = new Map<Socket, Set<ServerResponse>>();
+  let draining = false;
+  const track = (req: IncomingMessage, res: ServerResponse) => {
+    // Draining: this response says `Connection: close` and its socket closes after it, so a
+    // keep-alive client sends its next call elsewhere instead of to a daemon on its way out.
+    if (draining) res.shouldKeepAlive = false;
+    const socket = req.socket;
+    let open = inFlight.get(socket);
+    if (!open) inFlight.set(socket, (open = new Set()));
+    open.add(res);
+    res.on('close', () => open.delete(res)); // a response closes once
+  };
+  const failed = (res: ServerResponse, err: Error) => {
+    logger.error({ err: { message: err.message, stack: err.stack } }, 'request failed');
+    sendError(res, 500, 'internal_error', 'internal error in meter');
+  };
+
   const server = createServer({
     keepAliveTimeout: 65_000,
     maxHeaderSize: limits.maxHeaderBytes,
@@ -114,39 +136,22 @@ export async function startDaemon(
     // How often those two timeouts are checked (Node's default, 30 s, would let slow clients linger).
     connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
   }, (req, res) => {
-    const failed = (err: Error) => {
-      logger.error({ err: { message: err.message, stack: err.stack } }, 'request failed');
-      sendError(res, 500, 'internal_error', 'internal error in meter');
-    };
+    // One 'request' listener: tracking, then the answer.
+    track(req, res);
     try {
-      handle(req, res)?.catch(failed);
+      handle(req, res)?.catch((err: Error) => failed(res, err));
     } catch (err) {
-      failed(err as Error);
+      failed(res, err as Error);
     }
   });
-  // Every connection, and the responses in progress on each: a draining shutdown closes the
-  // idle ones at once (Node's closeIdleConnections misses a socket that never sent a request).
-  const sockets = new Set<Socket>();
-  const inFlight = new Map<Socket, Set<ServerResponse>>();
-  let draining = false;
   server.maxHeadersCount = limits.maxHeaders + 1;
   answerClientErrors(server, limits);
   server.on('connection', (socket: Socket) => {
     if (sockets.size >= limits.maxConnections) markOverLimit(socket);
     sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    // Draining: this response says `Connection: close` and its socket closes after it, so a
-    // keep-alive client sends its next call elsewhere instead of to a daemon on its way out.
-    if (draining) res.shouldKeepAlive = false;
-    const socket = req.socket;
-    let open = inFlight.get(socket);
-    if (!open) inFlight.set(socket, (open = new Set()));
-    open.add(res);
-    res.once('close', () => {
-      open.delete(res);
-      if (open.size === 0 && inFlight.get(socket) === open) inFlight.delete(socket);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      inFlight.delete(socket);
     });
   });
   let metricsServer: MetricsServer | undefined;
@@ -190,7 +195,7 @@ export async function startDaemon(
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         for (const open of inFlight.values()) for (const res of open) if (!res.headersSent) res.shouldKeepAlive = false;
         const closeIdle = () => {
-          for (const socket of sockets) if (!inFlight.has(socket)) socket.destroy();
+          for (const socket of sockets) if (!inFlight.get(socket)?.size) socket.destroy();
         };
         closeIdle();
         const sweep = setInterval(closeIdle, 100);
