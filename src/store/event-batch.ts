@@ -151,27 +151,29 @@ export function insertBatch(db: Db, events: readonly UsageEvent[]): Promise<Batc
   return insertLines(db, events.map((e) => JSON.stringify(e)));
 }
 
-/** The statement around its parameter, for the literal form (split once per store kind). */
-const literalForm = new Map<StoreKind, [before: string, after: string]>();
-
 /** Writes events given as their JSON lines (the spool's): one statement, one round trip. */
 export async function insertLines(db: Db, lines: readonly string[]): Promise<BatchResult> {
-  const sql = batchSql(db.kind);
-  if (db.kind === 'embedded' || !db.script) return result(await db.query(sql, [wrapJoin('[', lines, ']')]));
-  // TimescaleDB mode's statement only inserts the events: its estimate stays far below
-  // jit_above_cost (the planner cannot see the array's length). It runs in BEGIN/COMMIT all the
-  // same: the PGlite engine the tests run TimescaleDB on resets a connection whose statement
-  // fails outside a transaction after an earlier failure (a rejected event's batch is halved).
-  if (db.kind === 'timescale') return result(await db.transaction((tx) => tx.query(sql, [wrapJoin('[', lines, ']')])));
   // With the rollups, the estimate passes jit_above_cost, and compiling the statement
   // takes up to a second on PostgreSQL with LLVM while the statement itself takes milliseconds:
   // JIT is turned off for it alone. A parameter would need a transaction of its own (BEGIN,
   // SET LOCAL, the statement, COMMIT: four round trips a batch); as a script the statement is
   // one message, so the array goes in as a literal, each line escaped on its own.
-  let form = literalForm.get(db.kind);
-  if (!form) literalForm.set(db.kind, (form = sql.split('$1::json') as [string, string]));
-  return result(await db.script(wrapJoin(`SET LOCAL jit = off; ${form[0]}E'[`, lines.map(inLiteral), `]'::json${form[1]}`)));
+  if (db.kind === 'postgres' && db.script) return result(await db.script(wrapJoin(LITERAL_HEAD, lines.map(inLiteral), LITERAL_TAIL)));
+  const sql = batchSql(db.kind);
+  const json = wrapJoin('[', lines, ']');
+  // TimescaleDB mode's statement only inserts the events: its estimate stays far below
+  // jit_above_cost (the planner cannot see the array's length). It runs in BEGIN/COMMIT all the
+  // same: the PGlite engine the tests run TimescaleDB on resets a connection whose statement
+  // fails outside a transaction after an earlier failure (a rejected event's batch is halved).
+  if (db.kind === 'timescale') return result(await db.transaction((tx) => tx.query(sql, [json])));
+  return result(await db.query(sql, [json]));
 }
+
+/** The PostgreSQL script around the array literal's lines. */
+const [LITERAL_HEAD, LITERAL_TAIL] = ((sql: string) => {
+  const [before, after] = sql.split('$1::json') as [string, string];
+  return [`SET LOCAL jit = off; ${before}E'[`, `]'::json${after}`];
+})(batchSql('postgres'));
 
 /** A JSON line as the inside of an escape-string literal: quotes and backslashes doubled, which
  *  is all E'…' interprets (whatever standard_conforming_strings says). JSON text has no raw NUL
