@@ -18,7 +18,7 @@ import { percentile } from '../cli/top/derive.js';
 import { sourceFromDb } from '../cli/top/source.js';
 import type { UsageEvent } from '../src/metering/event.js';
 import { packageRoot } from '../src/paths.js';
-import { batchParams, batchSql } from '../src/store/event-batch.js';
+import { insertBatch } from '../src/store/event-batch.js';
 import { migrate } from '../src/store/migrate.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { createBenchDatabase, dropBenchDatabase, log, MODELS, seed } from './seed.js';
@@ -63,7 +63,6 @@ async function main(): Promise<void> {
     // RATE calls/s through the writer's statement, in batches of RATE/10 every 100 ms.
     let writing = true;
     let written = 0;
-    const sql = batchSql('postgres');
     const writer = (async () => {
       while (writing) {
         const t0 = performance.now();
@@ -75,7 +74,7 @@ async function main(): Promise<void> {
           usageSource: 'provider', latencyMs: 300 + i * 10, ttfbMs: 50, stream: false, tags: { team: `t${i % 13}` },
           providerCostTicks: null,
         } as UsageEvent));
-        await db.query(sql, batchParams(batch));
+        await insertBatch(db, batch);
         written += batch.length;
         await new Promise((r) => setTimeout(r, Math.max(0, 100 - (performance.now() - t0))));
       }

@@ -13,9 +13,14 @@ import { PGlite } from '@electric-sql/pglite';
 // measured the same either way.
 setFlagsFromString('--liftoff-only');
 
+// A parameter given as bytes is text in UTF-8 (the writer's batches of JSON): decoded here, off
+// the daemon's thread. The store's SQL takes bytea only as hex text (decode($n, 'hex')).
+const decoder = new TextDecoder();
+const text = (param) => (param instanceof Uint8Array ? decoder.decode(param) : param);
+
 // INT8, NUMERIC and DATE stay strings, as in the pg back-end (see TEXT_PARSED_OIDS in types.ts).
-const text = (value) => value;
-const parsers = { 20: text, 1700: text, 1082: text };
+const asIs = (value) => value;
+const parsers = { 20: asIs, 1700: asIs, 1082: asIs };
 
 // Small buffers: PGlite's defaults (shared_buffers 128 MB, wal_buffers 4 MB…) are what its
 // memory grows to under a steady write load; the operating system's page cache still serves
@@ -39,7 +44,7 @@ parentPort.on('message', async (req) => {
   let reply;
   try {
     const db = await ready;
-    if (req.op === 'query') reply = { id: req.id, rows: (await db.query(req.sql, req.params)).rows };
+    if (req.op === 'query') reply = { id: req.id, rows: (await db.query(req.sql, req.params?.map(text))).rows };
     else if (req.op === 'exec') {
       await db.exec(req.sql);
       reply = { id: req.id };

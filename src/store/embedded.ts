@@ -19,6 +19,13 @@ interface Request {
 }
 type Reply = { id: number; rows?: unknown[]; error?: { message: string; code?: string } };
 
+/** A copy of the bytes in an ArrayBuffer of their own, to be moved to the worker. */
+function own(bytes: Uint8Array, moved: ArrayBuffer[]): Uint8Array {
+  const copy = new Uint8Array(bytes);
+  moved.push(copy.buffer);
+  return copy;
+}
+
 const defaultWorkerFile = new URL('./embedded-worker.js', import.meta.url);
 
 /** Waits between restarts of a worker that keeps dying: from 250 ms, doubling, up to 10 s. */
@@ -103,7 +110,11 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
       const id = nextId++;
       pending.set(id, { resolve, reject });
       w.ref(); // keep the process alive while a reply is owed
-      w.postMessage({ id, op, sql, params } satisfies Request);
+      // Bytes (a batch's JSON) go as a copy of their own, moved, not cloned: a view would post
+      // its whole underlying buffer, and the worker decodes them (see embedded-worker.js).
+      const moved: ArrayBuffer[] = [];
+      const sent = params?.map((p) => (p instanceof Uint8Array ? own(p, moved) : p));
+      w.postMessage({ id, op, sql, params: sent } satisfies Request, moved);
     }).finally(() => {
       if (pending.size === 0) worker?.unref();
     });

@@ -125,63 +125,34 @@ SELECT (SELECT count(*) FROM ins)::int AS inserted, (SELECT count(*) FROM daily)
   (SELECT count(*) FROM tags)::int AS tag_rows`;
 }
 
-/** The statement's one parameter: the events as a JSON array. */
-export function batchParams(events: readonly UsageEvent[]): [string] {
-  return [wrapJoin('[', events.map((e) => JSON.stringify(e)), ']')];
-}
-
-/**
- * `head + items.join(',') + tail` built as ONE flat string. A batch is a few hundred kB: each
- * further concatenation or replace of it would be one more copy in V8's large-object space,
- * which only a full collection frees (tens of MB of RSS under load).
- */
-function wrapJoin(head: string, items: readonly string[], tail: string): string {
-  if (items.length === 0) return head + tail;
-  const parts = items.slice();
-  parts[0] = head + parts[0];
-  parts[parts.length - 1] += tail;
-  return parts.join(',');
-}
-
 export interface BatchResult {
   inserted: number;
 }
 
 export function insertBatch(db: Db, events: readonly UsageEvent[]): Promise<BatchResult> {
-  return insertLines(db, events.map((e) => JSON.stringify(e)));
+  return insertJson(db, JSON.stringify(events));
 }
 
-/** Writes events given as their JSON lines (the spool's): one statement, one round trip. */
-export async function insertLines(db: Db, lines: readonly string[]): Promise<BatchResult> {
-  // With the rollups, the estimate passes jit_above_cost, and compiling the statement
-  // takes up to a second on PostgreSQL with LLVM while the statement itself takes milliseconds:
-  // JIT is turned off for it alone. A parameter would need a transaction of its own (BEGIN,
-  // SET LOCAL, the statement, COMMIT: four round trips a batch); as a script the statement is
-  // one message, so the array goes in as a literal, each line escaped on its own.
-  if (db.kind === 'postgres' && db.script) return result(await db.script(wrapJoin(LITERAL_HEAD, lines.map(inLiteral), LITERAL_TAIL)));
+/**
+ * Writes events given as one JSON array: one statement. The spool hands its batches out as
+ * bytes, which pg sends in binary format (for json, that is the UTF-8 text itself) and the
+ * embedded store's worker decodes: the daemon's thread never holds a batch as a string.
+ */
+export async function insertJson(db: Db, json: string | Uint8Array): Promise<BatchResult> {
   const sql = batchSql(db.kind);
-  const json = wrapJoin('[', lines, ']');
-  // TimescaleDB mode's statement only inserts the events: its estimate stays far below
-  // jit_above_cost (the planner cannot see the array's length). It runs in BEGIN/COMMIT all the
-  // same: the PGlite engine the tests run TimescaleDB on resets a connection whose statement
-  // fails outside a transaction after an earlier failure (a rejected event's batch is halved).
-  if (db.kind === 'timescale') return result(await db.transaction((tx) => tx.query(sql, [json])));
-  return result(await db.query(sql, [json]));
+  if (db.kind === 'embedded') return result(await db.query(sql, [json]));
+  // PostgreSQL: with the rollups, the estimate passes jit_above_cost, and compiling the
+  // statement takes up to a second with LLVM while it runs in milliseconds: JIT is turned off
+  // for it alone (SET LOCAL, so in a transaction; two more round trips a batch).
+  // TimescaleDB mode's statement stays far below the threshold, and runs in a transaction all
+  // the same: the PGlite engine the tests run TimescaleDB on resets a connection whose
+  // statement fails outside a transaction after an earlier failure (a rejected event's batch
+  // is halved).
+  return result(await db.transaction(async (tx) => {
+    if (db.kind === 'postgres') await tx.query('SET LOCAL jit = off');
+    return tx.query(sql, [json]);
+  }));
 }
-
-/** The PostgreSQL script around the array literal's lines. */
-const [LITERAL_HEAD, LITERAL_TAIL] = ((sql: string) => {
-  const [before, after] = sql.split('$1::json') as [string, string];
-  return [`SET LOCAL jit = off; ${before}E'[`, `]'::json${after}`];
-})(batchSql('postgres'));
-
-/** A JSON line as the inside of an escape-string literal: quotes and backslashes doubled, which
- *  is all E'…' interprets (whatever standard_conforming_strings says). JSON text has no raw NUL
- *  or control characters, and most lines have neither quote nor backslash: they are used as
- *  they are. The lines are joined into the SQL, never spliced in with String.replace, whose
- *  replacement string would expand a `$'` or `$&` inside an event into pieces of the SQL. */
-const inLiteral = (line: string) =>
-  line.indexOf("'") === -1 && line.indexOf('\\') === -1 ? line : line.replace(/['\\]/g, '$&$&');
 
 const result = (rows: Record<string, unknown>[]): BatchResult => ({ inserted: Number(rows[0]?.inserted ?? 0) });
 

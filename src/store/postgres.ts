@@ -75,10 +75,6 @@ export function openPostgres(connectionString: string, opts: { max?: number; app
     async exec(sql) {
       await pool.query(sql);
     },
-    async script<T>(sql: string) {
-      const res = (await pool.query(sql)) as pg.QueryResult | pg.QueryResult[];
-      return (Array.isArray(res) ? res[res.length - 1]! : res).rows as T[];
-    },
     transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
       hold(async (c, discard) => {
         await c.query('BEGIN');

@@ -1,32 +1,30 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
-import { appendFile, open, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { acquireLock, StoreLockedError } from './lockfile.js';
 
 /**
- * The local append-only spool between the hot path and the database: every event becomes one
+ * The local append-only log between the hot path and the database: every event becomes one
  * JSON line in a segment file (`seg-<seq>.jsonl`) before it may be shipped, and a segment is
  * deleted once every one of its events is acknowledged as written.
  *
- * `push` is synchronous and O(1): it only buffers the line (and keeps the event in memory for
- * shipping while the in-memory queue has room). `flush` writes buffered lines and fsyncs them.
- * When the queue is full (database down, backlog) new events are not kept in memory: a cursor
- * marks the first event that is only on disk, and `refill` reads events back from the segments
- * as the queue drains. The queue is in spool order at all times, so a position (segment, index)
- * says exactly which events are queued, which are only on disk and which are durable.
+ * Memory holds only what is not on disk yet. `push` is synchronous: it encodes the event's line
+ * into a reused byte chunk, so nothing of the event outlives its call on the V8 heap (lines kept
+ * as strings until shipped lived long enough to be promoted, and filled the old generation under
+ * load). `flush` appends the chunks to their segment and fsyncs. `read` hands the writer durable
+ * events read back from their segment, from the page cache as a rule, as one JSON array in
+ * UTF-8: the statement's parameter as it is. A backlog (database down) costs disk, not memory.
  */
 
 export interface SpoolOptions {
   dir: string;
-  /** Events kept in memory for shipping; beyond this they are read back from disk. */
-  maxQueued?: number;
   /** Events per segment file before a new one is started. */
   segmentMaxEvents?: number;
   /** Buffered, not yet written bytes that make `wantsFlush` true. */
   flushBytes?: number;
 }
 
-export interface Segment {
+interface Segment {
   readonly seq: number;
   readonly path: string;
   /** Lines appended (positions handed out). */
@@ -36,61 +34,76 @@ export interface Segment {
   /** Bytes written and fsynced: a failed write is cut back to here. */
   bytes: number;
   acked: number;
+  /** Where the first line not acknowledged starts. */
+  ackedBytes: number;
   sealed: boolean;
   fh?: FileHandle;
 }
 
-/** A queued event as its spool line (JSON, no newline): shipped as it is, parsed only when
- *  an event itself is needed (dead letters, the lag of the oldest). */
-export interface Queued {
-  line: string;
-  seg: Segment;
-  idx: number;
+/** Events as one JSON array in UTF-8 (`[line,line,…]`), and where each line ends in it (its
+ *  `,`, or the closing `]` for the last). */
+export interface EventRun {
+  readonly json: Buffer;
+  readonly count: number;
+  readonly ends: readonly number[];
+}
+
+/** The events `read` handed out, and where they end in their segment (for `ack`). */
+export interface Batch extends EventRun {
+  readonly seg: Segment;
+  readonly endIdx: number;
+  readonly endByte: number;
 }
 
 export interface SpoolStats {
-  /** Events in memory, ready to ship once durable. */
-  queued: number;
   /** Events not yet acknowledged, in memory or on disk. */
   backlog: number;
-  /** true while some events are only on disk. */
-  spilling: boolean;
   segments: number;
-  /** Events pushed but not yet written to disk. */
+  /** Events pushed but not yet on disk: the only ones held in memory. */
   buffered: number;
 }
 
-/** The flush buffer's first size, and the size beyond which it is not kept between flushes. */
-const OUT_START = 64 * 1024;
-const MAX_KEPT_OUT = 8 << 20;
+/** Encoded lines for one segment, not yet written. */
+interface Chunk {
+  seg: Segment;
+  buf: Buffer;
+  used: number;
+  lines: number;
+}
+
+/** Chunks are this size (a larger line gets one of its own), and a few are kept for reuse. */
+const CHUNK_BYTES = 128 * 1024;
+const KEPT_CHUNKS = 16;
+/** A read buffer past this size is not kept for the next read. */
+const MAX_KEPT_READ = 8 << 20;
+const NEWLINE = 0x0a;
 const SEGMENT_RE = /^seg-(\d{12})\.jsonl$/;
 const DEAD_LETTER_FILE = 'dead-letter.jsonl';
 
 export class Spool<T> {
   readonly dir: string;
   readonly deadLetterPath: string;
-  private readonly maxQueued: number;
   private readonly segmentMaxEvents: number;
   private readonly flushBytes: number;
   private segments: Segment[] = [];
   private active!: Segment;
-  private pending: { seg: Segment; lines: string[] }[] = [];
+  /** Chunks not yet written, in push order; and those a flush is writing now. */
+  private pending: Chunk[] = [];
+  private writing: Chunk[] = [];
   private pendingBytes = 0;
-  private queue: Queued[] = [];
-  private head = 0;
-  /** First event that is on disk only (spill mode), null when every event is queued. */
-  private cursor: { seg: Segment; idx: number } | null = null;
+  private bufferedLines = 0;
+  private unacked = 0;
+  private spare: Buffer[] = [];
+  private readBuf = Buffer.allocUnsafeSlow(CHUNK_BYTES * 4);
+  private reader: { seg: Segment; fh: Promise<FileHandle> } | undefined;
   private flushChain: Promise<void> = Promise.resolve();
   private opened = false;
   private closed = false;
   private lock: { release(): void } | undefined;
-  /** What a flush writes, encoded (flushes are serialised, so one buffer serves them all). */
-  private out = Buffer.allocUnsafe(OUT_START);
 
   constructor(opts: SpoolOptions) {
     this.dir = opts.dir;
     this.deadLetterPath = join(opts.dir, DEAD_LETTER_FILE);
-    this.maxQueued = opts.maxQueued ?? 20_000;
     this.segmentMaxEvents = opts.segmentMaxEvents ?? 4096;
     this.flushBytes = opts.flushBytes ?? 4 << 20;
   }
@@ -116,22 +129,22 @@ export class Spool<T> {
       lastSeq = Math.max(lastSeq, seq);
       const path = join(this.dir, file);
       const buf = readFileSync(path);
-      const end = buf.lastIndexOf(0x0a) + 1;
+      const end = buf.lastIndexOf(NEWLINE) + 1;
       if (end < buf.length) {
         truncateSync(path, end);
         truncatedTails++;
       }
       let count = 0;
-      for (let i = buf.indexOf(0x0a); i >= 0 && i < end; i = buf.indexOf(0x0a, i + 1)) count++;
+      for (let i = buf.indexOf(NEWLINE); i >= 0 && i < end; i = buf.indexOf(NEWLINE, i + 1)) count++;
       if (count === 0) {
         unlinkSync(path);
         continue;
       }
-      this.segments.push({ seq, path, count, durable: count, bytes: end, acked: 0, sealed: true });
+      this.segments.push({ seq, path, count, durable: count, bytes: end, acked: 0, ackedBytes: 0, sealed: true });
       recovered += count;
     }
+    this.unacked = recovered;
     this.active = this.newSegment(lastSeq + 1);
-    if (recovered > 0) this.cursor = { seg: this.segments[0]!, idx: 0 };
     this.opened = true;
     return { recovered, truncatedTails };
   }
@@ -139,23 +152,29 @@ export class Spool<T> {
   /** Buffers one event for the spool; never blocks, never throws for a serialisable event. */
   push(item: T): void {
     const json = JSON.stringify(item);
-    const line = json + '\n';
-    if (this.closed || !this.opened) return this.appendNow(line);
+    if (this.closed || !this.opened) return this.appendNow(json + '\n');
     let seg = this.active;
     if (seg.count >= this.segmentMaxEvents) seg = this.rotate();
-    const idx = seg.count++;
-    const last = this.pending[this.pending.length - 1];
-    if (last?.seg === seg) last.lines.push(line);
-    else this.pending.push({ seg, lines: [line] });
-    this.pendingBytes += line.length;
-    if (this.cursor !== null) return;
-    if (this.queue.length - this.head < this.maxQueued) this.queue.push({ line: json, seg, idx });
-    else this.cursor = { seg, idx }; // full: this event and the ones after it wait on disk
+    // 3 bytes per UTF-16 unit at most (a surrogate pair, 2 units, is 4 bytes), and the newline.
+    const room = json.length * 3 + 1;
+    let chunk = this.pending[this.pending.length - 1];
+    if (chunk === undefined || chunk.seg !== seg || chunk.buf.length - chunk.used < room) {
+      chunk = { seg, buf: this.chunkBuffer(room), used: 0, lines: 0 };
+      this.pending.push(chunk);
+    }
+    const n = chunk.buf.write(json, chunk.used) + 1;
+    chunk.buf[chunk.used + n - 1] = NEWLINE;
+    chunk.used += n;
+    chunk.lines++;
+    seg.count++;
+    this.pendingBytes += n;
+    this.bufferedLines++;
+    this.unacked++;
   }
 
-  /** Events in memory waiting to be shipped. */
-  get queued(): number {
-    return this.queue.length - this.head;
+  /** Events not yet acknowledged (kept as a count: the writer asks on every push). */
+  get backlog(): number {
+    return this.unacked;
   }
 
   /** Enough is buffered that the caller should flush now rather than at the next tick. */
@@ -170,121 +189,111 @@ export class Spool<T> {
     return run;
   }
 
-  /** One pass over what is buffered when it starts: lines pushed meanwhile wait for the next
-   *  flush (under a steady stream of pushes a flush that wrote until nothing was left would
-   *  hardly ever end, and the writer, which ships only durable events, would wait on it). */
+  /** One pass over what is buffered when it starts: lines pushed meanwhile go to new chunks and
+   *  wait for the next flush (under a steady stream of pushes a flush that wrote until nothing
+   *  was left would hardly ever end, and the writer, which ships only durable events, would
+   *  wait on it). A segment's chunks are written, then fsynced once. */
   private async writePending(): Promise<void> {
-    for (let entries = this.pending.length; entries > 0 && this.pending.length > 0; entries--) {
-      const entry = this.pending[0]!;
-      const seg = entry.seg;
-      // Lines pushed while this write is under way join the same entry: write what is here now.
-      const n = entry.lines.length;
-      const bytes = this.encode(entry.lines, n);
-      try {
-        if (!seg.fh) {
-          seg.fh = await open(seg.path, 'a');
-          await this.syncDir(); // the new file's name must survive a crash too
+    this.writing = this.pending;
+    this.pending = [];
+    try {
+      while (this.writing.length > 0) {
+        const seg = this.writing[0]!.seg;
+        let n = 1;
+        while (n < this.writing.length && this.writing[n]!.seg === seg) n++;
+        let written = 0;
+        try {
+          if (!seg.fh) {
+            seg.fh = await open(seg.path, 'a');
+            await this.syncDir(); // the new file's name must survive a crash too
+          }
+          for (let i = 0; i < n; i++) {
+            const { buf, used } = this.writing[i]!;
+            for (let at = 0; at < used; ) at += (await seg.fh.write(buf, at, used - at)).bytesWritten;
+            written += used;
+          }
+          await seg.fh.datasync();
+        } catch (err) {
+          // Cut a partial write back so that the retried lines are not written twice.
+          await seg.fh?.truncate(seg.bytes).catch(() => {});
+          throw err;
         }
-        for (let at = 0; at < bytes; ) at += (await seg.fh.write(this.out, at, bytes - at)).bytesWritten;
-        await seg.fh.datasync();
-      } catch (err) {
-        // Cut a partial write back so that the retried lines are not written twice.
-        await seg.fh?.truncate(seg.bytes).catch(() => {});
-        throw err;
-      } finally {
-        if (this.out.length > MAX_KEPT_OUT) this.out = Buffer.allocUnsafe(OUT_START);
-      }
-      for (let i = 0; i < n; i++) this.pendingBytes -= entry.lines[i]!.length;
-      entry.lines.splice(0, n);
-      if (entry.lines.length === 0) this.pending.shift();
-      else entries = 1; // the active segment got more lines while this was written: they wait
-      seg.bytes += bytes;
-      seg.durable += n;
-      if (seg.sealed && seg.durable === seg.count) {
-        await this.closeFile(seg);
-        await this.deleteIfDone(seg);
-      }
-    }
-  }
-
-  /** The first `n` lines as UTF-8 in `out`, grown as needed; returns the byte count. Lines are
-   *  encoded into one reused buffer rather than joined: a flush is up to a few MB, and a joined
-   *  string would be one more large object a minor GC cannot free. */
-  private encode(lines: string[], n: number): number {
-    let at = 0;
-    for (let i = 0; i < n; i++) {
-      const line = lines[i]!;
-      // 3 bytes per UTF-16 unit at most (a surrogate pair, 2 units, is 4 bytes).
-      if (this.out.length - at < line.length * 3) {
-        const grown = Buffer.allocUnsafe(Math.max(this.out.length * 2, at + line.length * 3));
-        this.out.copy(grown, 0, 0, at);
-        this.out = grown;
-      }
-      at += this.out.write(line, at);
-    }
-    return at;
-  }
-
-  /** Reads events that wait on disk back into the queue while it has room. */
-  async refill(): Promise<void> {
-    const low = Math.max(1, this.maxQueued >> 1);
-    while (this.cursor !== null) {
-      const { seg, idx } = this.cursor;
-      // Past a segment's end is checked before room in the queue: once everything on disk is
-      // queued, spilling ends at once, not at some later refill.
-      if (idx >= seg.count) {
-        if (seg !== this.active) {
-          this.cursor = { seg: this.segmentAfter(seg), idx: 0 };
-          continue;
+        let lines = 0;
+        for (const chunk of this.writing.splice(0, n)) {
+          lines += chunk.lines;
+          if (this.spare.length < KEPT_CHUNKS && chunk.buf.length === CHUNK_BYTES) this.spare.push(chunk.buf);
         }
-        this.cursor = null; // caught up: new events are queued directly again
-        return;
+        seg.bytes += written;
+        seg.durable += lines;
+        this.pendingBytes -= written;
+        this.bufferedLines -= lines;
+        if (seg.sealed && seg.durable === seg.count) {
+          await this.closeFile(seg);
+          await this.deleteIfDone(seg);
+        }
       }
-      if (this.queue.length - this.head >= low) return;
-      if (idx >= seg.durable) return; // the rest is still buffered: after the next flush
-      const end = Math.min(seg.durable, idx + (this.maxQueued - (this.queue.length - this.head)));
-      const lines = (await readFile(seg.path, 'utf8')).split('\n', end).slice(idx, end);
-      for (let i = 0; i < end - idx; i++) {
-        const line = lines[i];
-        // A torn line would make its whole batch unreadable to the database: checked here.
-        if (line !== undefined && parses(line)) this.queue.push({ line, seg, idx: idx + i });
-        else await this.dropCorrupt(seg, line);
+    } finally {
+      // What was not written goes back in front of what was pushed meanwhile, in order.
+      if (this.writing.length > 0) this.pending = this.writing.concat(this.pending);
+      this.writing = [];
+    }
+  }
+
+  /**
+   * Up to `max` durable events from the front, read back from their segment (a batch never
+   * spans two) as one JSON array. The batch's bytes are valid until the next `read`. Undefined
+   * when no event is durable yet.
+   */
+  async read(max: number): Promise<Batch | undefined> {
+    const seg = this.front();
+    if (!seg || seg.acked >= seg.durable) return undefined;
+    const left = seg.bytes - seg.ackedBytes;
+    // Enough for `max` lines of this segment's average size, rarely more than a batch needs.
+    let want = Math.min(left, Math.ceil((seg.bytes / seg.durable) * max * 1.1) + 4096);
+    if (this.readBuf.length > MAX_KEPT_READ && want + 2 <= MAX_KEPT_READ) this.readBuf = Buffer.allocUnsafeSlow(MAX_KEPT_READ);
+    const fh = await this.readerFor(seg);
+    for (;;) {
+      if (this.readBuf.length < want + 2) this.readBuf = Buffer.allocUnsafeSlow(Math.max(want + 2, this.readBuf.length * 2));
+      const buf = this.readBuf;
+      // The lines go at 1: the array's `[` is put before them, and each newline becomes its `,`.
+      const got = await readFully(fh, buf, 1, want, seg.ackedBytes);
+      const lines = buf.subarray(0, got + 1); // what was read, not what an earlier read left after it
+      const ends: number[] = [];
+      for (let at = lines.indexOf(NEWLINE, 1); at >= 0 && ends.length < max; at = lines.indexOf(NEWLINE, at + 1)) {
+        buf[at] = 0x2c;
+        ends.push(at);
       }
-      this.cursor.idx = end;
+      if (ends.length === 0) {
+        // One line longer than the guess: read more (a durable part always ends with a newline).
+        if (want >= left || got < want) throw new Error(`spool segment ${seg.path} is shorter than what was written to it`);
+        want = Math.min(left, want * 2);
+        continue;
+      }
+      const last = ends[ends.length - 1]!;
+      buf[0] = 0x5b;
+      buf[last] = 0x5d;
+      return { json: buf.subarray(0, last + 1), count: ends.length, ends, seg, endIdx: seg.acked + ends.length, endByte: seg.ackedBytes + last };
     }
   }
 
-  /** Up to `max` queued events from the front that are durable (on disk and fsynced). */
-  peek(max: number): Queued[] {
-    const out: Queued[] = [];
-    for (let i = this.head; i < this.queue.length && out.length < max; i++) {
-      const q = this.queue[i]!;
-      if (q.idx >= q.seg.durable) break;
-      out.push(q);
-    }
-    return out;
+  /** The batch `read` gave is written: its segment is deleted once done. */
+  async ack(batch: Batch): Promise<void> {
+    const seg = batch.seg;
+    if (batch.endIdx <= seg.acked) return;
+    this.unacked -= batch.endIdx - seg.acked;
+    seg.acked = batch.endIdx;
+    seg.ackedBytes = batch.endByte;
+    await this.deleteIfDone(seg);
   }
 
-  /** The first `n` queued events are written: forget them, delete segments that are done. */
-  async ack(n: number): Promise<void> {
-    const done = new Set<Segment>();
-    for (let i = 0; i < n && this.head < this.queue.length; i++) {
-      const q = this.queue[this.head]!;
-      this.queue[this.head++] = undefined as never;
-      q.seg.acked++;
-      done.add(q.seg);
-    }
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
-    for (const seg of done) await this.deleteIfDone(seg);
-  }
-
-  /** Keeps events the database rejects for their data, with the reason, instead of losing them. */
-  async deadLetter(items: T[], reason: string): Promise<void> {
+  /** Keeps events the database rejects for their data, with the reason, instead of losing
+   *  them. A line that is not even JSON (a torn write) is kept as it is. */
+  async deadLetter(lines: string[], reason: string): Promise<void> {
     const at = new Date().toISOString();
-    const data = items.map((event) => JSON.stringify({ at, reason, event }) + '\n').join('');
+    const data = lines.map((line) => {
+      const event = parse(line);
+      return JSON.stringify(event === undefined ? { at, reason: `unreadable spool line (${reason})`, line } : { at, reason, event }) + '\n';
+    }).join('');
     const fh = await open(this.deadLetterPath, 'a');
     try {
       await fh.appendFile(data);
@@ -295,49 +304,86 @@ export class Spool<T> {
   }
 
   stats(): SpoolStats {
-    let backlog = 0;
-    for (const s of this.segments) backlog += s.count - s.acked;
-    let buffered = 0;
-    for (const p of this.pending) buffered += p.lines.length;
-    return {
-      queued: this.queue.length - this.head, backlog, spilling: this.cursor !== null,
-      segments: this.segments.length, buffered,
-    };
+    return { backlog: this.unacked, segments: this.segments.length, buffered: this.bufferedLines };
   }
 
-  /** Bytes of the events not yet acknowledged: buffered lines, plus each segment's unacked
-   *  share of its written bytes (for /metrics; computed at scrape time, not kept up). */
+  /** Bytes of the events not yet acknowledged: buffered, and written but not acknowledged. */
   backlogBytes(): number {
     let bytes = this.pendingBytes;
-    for (const s of this.segments) if (s.durable > s.acked) bytes += Math.round((s.bytes * (s.durable - s.acked)) / s.durable);
+    for (const s of this.segments) bytes += s.bytes - s.ackedBytes;
     return bytes;
   }
 
-  /** The oldest event not yet acknowledged, when it is in memory (it is, unless only disk holds
-   *  the backlog: just after a start that found a spool, before the first refill). */
-  oldest(): T | undefined {
-    const q = this.queue[this.head];
-    return q ? (JSON.parse(q.line) as T) : undefined;
+  /** The oldest event not yet acknowledged (for the writer's lag), from disk or memory. */
+  async oldest(): Promise<T | undefined> {
+    const seg = this.front();
+    if (!seg) return undefined;
+    if (seg.acked < seg.durable) {
+      const fh = await open(seg.path, 'r').catch(() => undefined); // acknowledged and deleted meanwhile
+      if (!fh) return undefined;
+      try {
+        for (let size = 16 * 1024; ; size *= 4) {
+          const buf = Buffer.allocUnsafe(size);
+          const got = await readFully(fh, buf, 0, Math.min(size, seg.bytes - seg.ackedBytes), seg.ackedBytes);
+          const end = buf.indexOf(NEWLINE);
+          if (end >= 0 && end < got) return parse(buf.toString('utf8', 0, end)) as T | undefined;
+          if (got < size) return undefined;
+        }
+      } finally {
+        await fh.close();
+      }
+    }
+    const chunk = [...this.writing, ...this.pending].find((c) => c.seg === seg);
+    return chunk ? (parse(chunk.buf.toString('utf8', 0, chunk.buf.indexOf(NEWLINE))) as T | undefined) : undefined;
   }
 
   /** Flushes and closes files; segments with unwritten events stay for the next start. */
   async close(): Promise<number> {
-    if (this.closed) return this.stats().backlog;
-    while (this.pending.length > 0) await this.flush();
+    if (this.closed) return this.unacked;
+    do await this.flush(); // after the one under way, if any
+    while (this.pending.length > 0);
     this.closed = true;
+    await this.closeReader();
     for (const seg of [...this.segments]) {
       await this.closeFile(seg);
       seg.sealed = true;
       await this.deleteIfDone(seg);
     }
     this.lock?.release();
-    return this.stats().backlog;
+    return this.unacked;
+  }
+
+  /** The first segment with events not acknowledged. */
+  private front(): Segment | undefined {
+    for (const seg of this.segments) if (seg.acked < seg.count) return seg;
+    return undefined;
+  }
+
+  private chunkBuffer(room: number): Buffer {
+    if (room > CHUNK_BYTES) return Buffer.allocUnsafeSlow(room);
+    return this.spare.pop() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
+  }
+
+  /** One read handle, on the segment being shipped. */
+  private async readerFor(seg: Segment): Promise<FileHandle> {
+    if (this.reader?.seg !== seg) {
+      await this.closeReader();
+      this.reader = { seg, fh: open(seg.path, 'r') };
+      this.reader.fh.catch(() => (this.reader = undefined));
+    }
+    return this.reader!.fh;
+  }
+
+  private async closeReader(): Promise<void> {
+    const reader = this.reader;
+    this.reader = undefined;
+    await reader?.fh.then((fh) => fh.close()).catch(() => {});
   }
 
   private newSegment(seq: number): Segment {
     const seg: Segment = {
       seq, path: join(this.dir, `seg-${String(seq).padStart(12, '0')}.jsonl`),
-      count: 0, durable: 0, bytes: 0, acked: 0, sealed: false,
+      count: 0, durable: 0, bytes: 0, acked: 0, ackedBytes: 0, sealed: false,
     };
     this.segments.push(seg);
     return seg;
@@ -352,16 +398,12 @@ export class Spool<T> {
     return this.active;
   }
 
-  private segmentAfter(seg: Segment): Segment {
-    const i = this.segments.indexOf(seg);
-    return this.segments[i + 1] ?? this.active;
-  }
-
   private async deleteIfDone(seg: Segment): Promise<void> {
     if (!seg.sealed || seg.acked < seg.count || seg.durable < seg.count) return;
     const i = this.segments.indexOf(seg);
     if (i < 0) return;
     this.segments.splice(i, 1);
+    if (this.reader?.seg === seg) await this.closeReader();
     await this.closeFile(seg);
     await unlink(seg.path).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
@@ -372,12 +414,6 @@ export class Spool<T> {
     const fh = seg.fh;
     seg.fh = undefined;
     await fh?.close().catch(() => {});
-  }
-
-  private async dropCorrupt(seg: Segment, line: string | undefined): Promise<void> {
-    // Unreadable (a torn write from a crash): kept beside the dead letters, counted as done.
-    await appendFile(this.deadLetterPath, JSON.stringify({ at: new Date().toISOString(), reason: 'unreadable spool line', line: line ?? null }) + '\n');
-    seg.acked++;
   }
 
   private async syncDir(): Promise<void> {
@@ -406,11 +442,37 @@ export class Spool<T> {
   }
 }
 
-function parses(line: string): boolean {
+/** Event `i` of a run, as its JSON line. */
+export function lineOf(run: EventRun, i: number): string {
+  return run.json.toString('utf8', i === 0 ? 1 : run.ends[i - 1]! + 1, run.ends[i]);
+}
+
+/** Events `from` to `to` (not included) of a run, as a run of their own (a copy). */
+export function slice(run: EventRun, from: number, to: number): EventRun {
+  const start = from === 0 ? 1 : run.ends[from - 1]! + 1;
+  const end = run.ends[to - 1]!;
+  const json = Buffer.allocUnsafe(end - start + 2);
+  json[0] = 0x5b;
+  run.json.copy(json, 1, start, end);
+  json[json.length - 1] = 0x5d;
+  return { json, count: to - from, ends: run.ends.slice(from, to).map((e) => e - start + 1) };
+}
+
+/** Reads `length` bytes at `position` unless the file ends first; returns how many it read. */
+async function readFully(fh: FileHandle, buf: Buffer, offset: number, length: number, position: number): Promise<number> {
+  let got = 0;
+  while (got < length) {
+    const { bytesRead } = await fh.read(buf, offset + got, length - got, position + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return got;
+}
+
+function parse(line: string): unknown {
   try {
-    JSON.parse(line);
-    return true;
+    return JSON.parse(line);
   } catch {
-    return false;
+    return undefined;
   }
 }

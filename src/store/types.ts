@@ -11,10 +11,6 @@ export interface Db extends Queryable {
   readonly kind: StoreKind;
   /** A multi-statement script without parameters (migrations). */
   exec(sql: string): Promise<void>;
-  /** A multi-statement script without parameters sent as ONE message: one round trip, one
-   *  implicit transaction (SET LOCAL applies to it; an error rolls it all back). Returns the rows
-   *  of its last statement. PostgreSQL only (the embedded store has no round trips to save). */
-  script?<T = Record<string, unknown>>(sql: string): Promise<T[]>;
   /** Runs fn inside BEGIN/COMMIT on one connection; ROLLBACK when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs fn while holding a session-level advisory lock on one connection. */

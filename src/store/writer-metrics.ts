@@ -7,8 +7,8 @@ export function registerWriterMetrics(metrics: DaemonMetrics, writer: EventWrite
     emit({}, writer.stats().backlog));
   metrics.gauge('meter_spool_backlog_bytes', 'Bytes of the usage events not yet written to the store', [], (emit) =>
     emit({}, writer.backlogBytes()));
-  metrics.gauge('meter_writer_lag_seconds', 'Age of the oldest usage event not yet written to the store (0 when none waits)', [], (emit) =>
-    emit({}, writer.lagSeconds()));
+  metrics.gauge('meter_writer_lag_seconds', 'Age of the oldest usage event not yet written to the store (0 when none waits)', [], async (emit) =>
+    emit({}, await writer.lagSeconds()));
   metrics.counter('meter_write_batches_total', 'Batches of usage events written to the store (one statement each)', [], (emit) =>
     emit({}, writer.stats().batches));
   metrics.counter('meter_write_failures_total', 'Failed batch writes (the events stay in the spool and are retried)', [], (emit) =>

@@ -3,8 +3,8 @@ import type { Logger } from '../log.js';
 import type { UsageEvent } from '../metering/event.js';
 import type { EventSink } from '../metering/types.js';
 import type { Component } from '../server/daemon.js';
-import { insertLines, isDataError } from './event-batch.js';
-import { Spool, type Queued, type SpoolStats } from './spool.js';
+import { insertJson, isDataError } from './event-batch.js';
+import { lineOf, slice, Spool, type EventRun, type SpoolStats } from './spool.js';
 import type { Db } from './types.js';
 
 export interface EventWriterOptions {
@@ -16,8 +16,6 @@ export interface EventWriterOptions {
   flushIntervalMs: number;
   /** Events per statement. */
   batchSize?: number;
-  /** Events kept in memory; a larger backlog waits on disk only. */
-  maxQueued?: number;
   segmentMaxEvents?: number;
   /** Longest wait between two attempts while the database is down. */
   maxBackoffMs?: number;
@@ -84,7 +82,6 @@ export class EventWriter implements EventSink, Component {
     this.stopTimeout = opts.stopTimeoutMs ?? 10_000;
     this.spool = new Spool<UsageEvent>({
       dir: opts.spoolDir,
-      maxQueued: opts.maxQueued ?? 20_000,
       ...(opts.segmentMaxEvents ? { segmentMaxEvents: opts.segmentMaxEvents } : {}),
     });
   }
@@ -101,7 +98,7 @@ export class EventWriter implements EventSink, Component {
     // A full batch kicks a ship only when one can start: while a statement runs (or the database
     // is backing off) the ship loop or the interval takes the batch, and a kick would only fsync
     // a few lines on every turn of the event loop (thousands of fsyncs a second under load).
-    if (!this.kicked && !this.stopping && (this.spool.wantsFlush || (this.spool.queued >= this.batchSize && this.canShip()))) {
+    if (!this.kicked && !this.stopping && (this.spool.wantsFlush || (this.spool.backlog >= this.batchSize && this.canShip()))) {
       this.kicked = true;
       setImmediate(() => {
         this.kicked = false;
@@ -134,7 +131,7 @@ export class EventWriter implements EventSink, Component {
     }
     for (;;) {
       if (this.shipping) await within(this.shipping, left());
-      if (this.spool.stats().backlog === 0 || left() <= 0) break;
+      if (this.spool.backlog === 0 || left() <= 0) break;
       await sleep(Math.min(this.failures > 0 ? this.backoff() : 5, left()));
       this.retryAt = 0;
       this.tick();
@@ -161,12 +158,12 @@ export class EventWriter implements EventSink, Component {
   }
 
   /** Seconds the oldest unwritten event has waited since its call ended (0 when none waits). */
-  lagSeconds(now = Date.now()): number {
-    if (this.spool.stats().backlog === 0) {
+  async lagSeconds(now = Date.now()): Promise<number> {
+    if (this.spool.backlog === 0) {
       this.caughtUpAt = now;
       return 0;
     }
-    const oldest = this.spool.oldest();
+    const oldest = await this.spool.oldest().catch(() => undefined);
     // An event is pushed when its call ends: arrival time plus its latency.
     const pushedAt = oldest ? Date.parse(oldest.time) + oldest.latencyMs : this.caughtUpAt;
     return Math.max(0, now - pushedAt) / 1000;
@@ -180,7 +177,7 @@ export class EventWriter implements EventSink, Component {
   /** Resolves once everything pushed so far is written (tests, admin). */
   async drain(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.spool.stats().backlog > 0) {
+    while (this.spool.backlog > 0) {
       if (Date.now() > deadline) throw new Error(`writer did not drain in ${timeoutMs} ms: ${JSON.stringify(this.stats())}`);
       this.tick();
       await sleep(10);
@@ -208,12 +205,11 @@ export class EventWriter implements EventSink, Component {
     try {
       while (!this.closed) {
         await this.spool.flush();
-        await this.spool.refill();
-        const batch = this.spool.peek(this.batchSize);
-        if (batch.length === 0) return;
+        const batch = await this.spool.read(this.batchSize);
+        if (!batch) return;
         await this.write(batch);
         if (this.closed) return; // the spool keeps them; the next start replays them (a no-op)
-        await this.spool.ack(batch.length);
+        await this.spool.ack(batch);
         if (this.failures > 0) {
           this.log.info({ failures: this.failures, backlog: this.spool.stats().backlog }, 'database reachable again: writing the spooled usage events');
           this.failures = 0;
@@ -221,7 +217,7 @@ export class EventWriter implements EventSink, Component {
         // A part batch was all there was: what arrived meanwhile waits for the next tick (at
         // most one interval), so a steady trickle costs one fsync and one statement per
         // interval rather than per few calls. Full batches (a backlog) go on at once.
-        if (batch.length < this.batchSize && !this.stopping) return;
+        if (batch.count < this.batchSize && !this.stopping) return;
       }
     } catch (err) {
       this.failed(err as Error);
@@ -229,23 +225,24 @@ export class EventWriter implements EventSink, Component {
   }
 
   /** One statement for the batch; a data error is narrowed down by halves to the bad events. */
-  private async write(batch: Queued[]): Promise<void> {
+  private async write(run: EventRun): Promise<void> {
     try {
-      const { inserted } = await insertLines(this.db, batch.map((q) => q.line));
+      const { inserted } = await insertJson(this.db, run.json);
       this.written += inserted;
       this.batches++;
     } catch (err) {
       if (!isDataError(err)) throw err;
-      if (batch.length === 1) {
-        const events = [JSON.parse(batch[0]!.line) as UsageEvent];
-        await this.spool.deadLetter(events, describe(err));
+      if (run.count === 1) {
+        const line = lineOf(run, 0);
+        await this.spool.deadLetter([line], describe(err));
         this.deadLettered++;
-        this.log.error({ eventId: events[0]!.id, err: describe(err), file: this.spool.deadLetterPath }, 'usage event rejected by the database: moved to the dead-letter file');
+        const eventId = idOf(line);
+        this.log.error({ eventId, err: describe(err), file: this.spool.deadLetterPath }, 'usage event rejected by the database: moved to the dead-letter file');
         return;
       }
-      const half = batch.length >> 1;
-      await this.write(batch.slice(0, half));
-      await this.write(batch.slice(half));
+      const half = run.count >> 1;
+      await this.write(slice(run, 0, half));
+      await this.write(slice(run, half, run.count));
     }
   }
 
@@ -269,6 +266,15 @@ export class EventWriter implements EventSink, Component {
   private backoff(): number {
     const base = Math.min(this.maxBackoff, this.interval * 2 ** Math.min(this.failures, 16));
     return Math.round(base * (0.75 + Math.random() * 0.5));
+  }
+}
+
+/** The event's id, for the log (undefined for a line that is not JSON: a torn write). */
+function idOf(line: string): string | undefined {
+  try {
+    return (JSON.parse(line) as UsageEvent).id;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,7 +1,7 @@
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Spool } from '../../src/store/spool.js';
+import { lineOf, slice, Spool } from '../../src/store/spool.js';
 import { tempDir } from '../helpers/stores.js';
 
 interface Item {
@@ -10,17 +10,19 @@ interface Item {
 
 const segments = (dir: string) => readdirSync(dir).filter((f) => f.startsWith('seg-')).sort();
 
-/** Ships everything like the writer does: flush, refill, peek, ack; returns what was shipped. */
+/** Ships everything like the writer does: flush, read, ack; returns what was shipped. Each
+ *  batch must be one JSON array of its events, as the database reads it. */
 async function drainAll(spool: Spool<Item>, batch = 10, onBatch?: () => void): Promise<number[]> {
   const shipped: number[] = [];
   for (let guard = 0; guard < 100_000; guard++) {
     await spool.flush();
-    await spool.refill();
-    const got = spool.peek(batch);
-    if (got.length === 0) break;
-    shipped.push(...got.map((q) => (JSON.parse(q.line) as Item).n));
+    const got = await spool.read(batch);
+    if (!got) break;
+    const items = JSON.parse(got.json.toString()) as Item[];
+    expect(items).toHaveLength(got.count);
+    shipped.push(...items.map((i) => i.n));
     onBatch?.();
-    await spool.ack(got.length);
+    await spool.ack(got);
   }
   return shipped;
 }
@@ -31,11 +33,16 @@ describe('Spool', () => {
     const spool = new Spool<Item>({ dir, segmentMaxEvents: 10 });
     expect(spool.open().recovered).toBe(0);
     for (let n = 0; n < 25; n++) spool.push({ n });
-    expect(spool.peek(100)).toHaveLength(0); // nothing is shipped before it is on disk
+    expect(await spool.read(100)).toBeUndefined(); // nothing is shipped before it is on disk
+    expect(spool.stats()).toMatchObject({ buffered: 25, backlog: 25 });
     await spool.flush();
     expect(segments(dir)).toHaveLength(3);
     expect(readFileSync(join(dir, segments(dir)[0]!), 'utf8').split('\n')[3]).toBe('{"n":3}');
-    expect(spool.stats()).toMatchObject({ queued: 25, backlog: 25, spilling: false });
+    expect(spool.stats()).toMatchObject({ buffered: 0, backlog: 25 });
+    // a batch never spans two segments
+    const first = await spool.read(100);
+    expect(first).toMatchObject({ count: 10 });
+    expect(JSON.parse(first!.json.toString())).toEqual(Array.from({ length: 10 }, (_, n) => ({ n })));
     expect(await drainAll(spool)).toEqual(Array.from({ length: 25 }, (_, n) => n));
     // sealed segments are gone; the active one stays until close
     expect(segments(dir)).toHaveLength(1);
@@ -63,36 +70,61 @@ describe('Spool', () => {
 
     const again = new Spool<{ n: number; s: string }>({ dir });
     expect(again.open().recovered).toBe(3_001);
-    await again.refill();
-    const lines = again.peek(10_000).map((q) => JSON.parse(q.line) as { n: number; s: string });
-    expect(lines).toEqual([...items, { n: 3_000, s: '末尾' }]);
+    expect(await again.oldest()).toEqual(items[0]);
+    // Read back in batches of 700, past the reader's first guess of their size.
+    const back: unknown[] = [];
+    for (let batch = await again.read(700); batch; batch = await again.read(700)) {
+      back.push(...(JSON.parse(batch.json.toString()) as unknown[]));
+      for (let i = 0; i < batch.count; i += 97) expect(JSON.parse(lineOf(batch, i))).toEqual(back[back.length - batch.count + i]);
+      await again.ack(batch);
+    }
+    expect(back).toEqual([...items, { n: 3_000, s: '末尾' }]);
+    expect(again.stats().backlog).toBe(0);
     await again.close();
   });
 
-  it('keeps memory bounded under a backlog: the rest waits on disk and comes back exactly once', async () => {
+  it('holds in memory only what is not on disk: a backlog waits in its segments and comes back exactly once', async () => {
     const dir = tempDir();
-    const spool = new Spool<Item>({ dir, maxQueued: 50, segmentMaxEvents: 64 });
+    const spool = new Spool<Item>({ dir, segmentMaxEvents: 64 });
     spool.open();
-    let maxQueued = 0;
+    let maxBuffered = 0;
     const total = 5_000;
     for (let n = 0; n < total; n++) {
       spool.push({ n });
-      maxQueued = Math.max(maxQueued, spool.queued);
-      if (n % 700 === 0) await spool.flush();
+      maxBuffered = Math.max(maxBuffered, spool.stats().buffered);
+      if (n % 700 === 699) await spool.flush();
     }
-    expect(maxQueued).toBe(50);
-    expect(spool.stats()).toMatchObject({ spilling: true, backlog: total });
+    expect(maxBuffered).toBe(700);
+    await spool.flush();
+    expect(spool.stats()).toMatchObject({ buffered: 0, backlog: total });
+    expect(spool.backlogBytes()).toBe(segments(dir).reduce((sum, f) => sum + readFileSync(join(dir, f)).length, 0));
     // events keep arriving while the backlog drains
     let next = total;
     const shipped = await drainAll(spool, 20, () => {
-      maxQueued = Math.max(maxQueued, spool.queued);
       for (let i = 0; i < 10 && next < total + 300; i++) spool.push({ n: next++ });
     });
-    expect(maxQueued).toBeLessThanOrEqual(50);
     expect(shipped).toEqual(Array.from({ length: total + 300 }, (_, n) => n));
-    expect(spool.stats()).toMatchObject({ spilling: false, backlog: 0, queued: 0 });
+    expect(spool.stats()).toMatchObject({ backlog: 0, buffered: 0 });
+    expect(spool.backlogBytes()).toBe(0);
     await spool.close();
     expect(segments(dir)).toHaveLength(0);
+  });
+
+  it('a batch can be cut into parts and lines, each still the events as JSON', async () => {
+    const dir = tempDir();
+    const spool = new Spool<{ n: number; s?: string }>({ dir });
+    spool.open();
+    const items = [{ n: 0 }, { n: 1, s: 'a,b]"\\' }, { n: 2, s: 'ü€😀' }, { n: 3 }, { n: 4, s: '[' }];
+    for (const item of items) spool.push(item);
+    await spool.flush();
+    const batch = (await spool.read(10))!;
+    expect(batch.count).toBe(5);
+    for (const [from, to] of [[0, 5], [0, 2], [2, 5], [1, 2], [4, 5]] as const) {
+      const part = slice(batch, from, to);
+      expect(JSON.parse(part.json.toString())).toEqual(items.slice(from, to));
+      for (let i = 0; i < part.count; i++) expect(JSON.parse(lineOf(part, i))).toEqual(items[from + i]);
+    }
+    await spool.close();
   });
 
   it('a new run replays what the last one left, and drops a line cut short by a crash', async () => {
@@ -102,8 +134,9 @@ describe('Spool', () => {
     for (let n = 0; n < 20; n++) first.push({ n });
     await first.flush();
     // the first 8 were written and acknowledged; then the process died (no close)
-    expect(first.peek(8)).toHaveLength(8);
-    await first.ack(8);
+    const batch = await first.read(8);
+    expect(batch?.count).toBe(8);
+    await first.ack(batch!);
     const last = segments(dir).at(-1)!;
     appendFileSync(join(dir, last), '{"n":9');
 
@@ -116,14 +149,21 @@ describe('Spool', () => {
     expect(segments(dir)).toHaveLength(0);
   });
 
-  it('an unreadable line goes to the dead-letter file and the rest is replayed', async () => {
+  it('a line that is not JSON (a torn write) is handed out with the rest: the database rejects it, and it is dead-lettered as it is', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'seg-000000000007.jsonl'), '{"n":1}\n\u0000\u0000garbage\n{"n":2}\n');
     const spool = new Spool<Item>({ dir });
     expect(spool.open().recovered).toBe(3);
-    expect(await drainAll(spool)).toEqual([1, 2]);
+    const batch = (await spool.read(10))!;
+    expect(batch.count).toBe(3);
+    expect(() => JSON.parse(batch.json.toString())).toThrow();
+    expect(JSON.parse(slice(batch, 2, 3).json.toString())).toEqual([{ n: 2 }]);
+    await spool.deadLetter([lineOf(batch, 1), lineOf(batch, 2)], '22P02: invalid input syntax for type json');
+    await spool.ack(batch);
     expect(await spool.close()).toBe(0);
-    expect(readFileSync(spool.deadLetterPath, 'utf8')).toContain('unreadable spool line');
+    const letters = readFileSync(spool.deadLetterPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(letters[0]).toMatchObject({ reason: 'unreadable spool line (22P02: invalid input syntax for type json)', line: '\u0000\u0000garbage' });
+    expect(letters[1]).toMatchObject({ reason: '22P02: invalid input syntax for type json', event: { n: 2 } });
     expect(segments(dir)).toHaveLength(0);
   });
 
@@ -159,9 +199,9 @@ describe('Spool', () => {
     const before = 120;
     await spool.flush();
     pushing = false;
-    const durable = spool.peek(1_000_000).length;
-    expect(durable).toBeGreaterThanOrEqual(before);
+    expect(spool.stats().backlog - spool.stats().buffered).toBeGreaterThanOrEqual(before);
     expect(spool.stats().buffered).toBeGreaterThan(0); // pushed meanwhile, left for the next flush
+    expect(await spool.oldest()).toEqual({ n: 0 });
     await spool.close();
     const again = new Spool<Item>({ dir });
     expect(again.open().recovered).toBe(n);
@@ -173,7 +213,7 @@ describe('Spool', () => {
     const dir = tempDir();
     const spool = new Spool<Item>({ dir });
     spool.open();
-    await spool.deadLetter([{ n: 42 }], '22P05: unsupported Unicode escape sequence');
+    await spool.deadLetter([JSON.stringify({ n: 42 })], '22P05: unsupported Unicode escape sequence');
     const line = JSON.parse(readFileSync(spool.deadLetterPath, 'utf8').trim()) as { event: Item; reason: string };
     expect(line).toMatchObject({ event: { n: 42 }, reason: '22P05: unsupported Unicode escape sequence' });
     await spool.close();

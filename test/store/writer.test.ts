@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { UsageEvent } from '../../src/metering/event.js';
@@ -113,6 +114,23 @@ describeEachBackend('EventWriter', (backend) => {
     await writer.stop();
     const { n } = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events WHERE time >= $1', ['2026-04-01']))[0]!;
     expect(n).toBe(60);
+  });
+
+  it('a spool line that is not JSON (a torn write found at start) is dead-lettered as it is; the lines around it are written', async () => {
+    const [a, b] = makeEvents(2, 26, { accountId: ACCOUNTS[1]!, time: '2026-04-02T10:00:00.000Z' })
+      .map((e, i) => ({ ...e, time: new Date(Date.parse(e.time) + i).toISOString() }));
+    const spoolDir = tempDir('meter-spool-');
+    writeFileSync(join(spoolDir, 'seg-000000000003.jsonl'), `${JSON.stringify(a)}\n\u0000\u0000{"torn\n${JSON.stringify(b)}\n`);
+    const writer = startWriter(db, { spoolDir });
+    await writer.drain();
+    expect(writer.stats()).toMatchObject({ deadLettered: 1, written: 2, backlog: 0 });
+    const [letter, ...more] = readFileSync(writer.deadLetterPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { reason: string; line: string });
+    expect(more).toEqual([]);
+    expect(letter!.line).toBe('\u0000\u0000{"torn');
+    expect(letter!.reason).toMatch(/^unreadable spool line \(2[23]/);
+    await writer.stop();
+    const ids = await db.query<{ id: string }>('SELECT event_id::text AS id FROM usage_events WHERE time >= $1 AND time < $2 ORDER BY time', ['2026-04-02', '2026-04-03']);
+    expect(ids.map((r) => r.id)).toEqual([a!.id, b!.id]);
   });
 
   // TimescaleDB mode keeps every value: an aggregate cannot rank rows (README "Storage").

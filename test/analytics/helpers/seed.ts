@@ -4,23 +4,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { UsageEvent } from '../../../src/metering/event.js';
-import { batchParams, batchSql } from '../../../src/store/event-batch.js';
+import { insertBatch } from '../../../src/store/event-batch.js';
 import type { Db } from '../../../src/store/types.js';
 
 /** Writes events (in writer-sized batches) with their rollups; returns how many were new. */
 export async function seedEvents(db: Db, events: UsageEvent[]): Promise<number> {
   let inserted = 0;
-  for (let i = 0; i < events.length; i += 500) {
-    const [sql, params] = [batchSql(db.kind), batchParams(events.slice(i, i + 500))];
-    // Like the writer: JIT would spend a second compiling this millisecond statement.
-    const rows = db.kind === 'embedded'
-      ? await db.query<{ inserted: number }>(sql, params)
-      : await db.transaction(async (tx) => {
-        await tx.query('SET LOCAL jit = off');
-        return tx.query<{ inserted: number }>(sql, params);
-      });
-    inserted += Number(rows[0]?.inserted ?? 0);
-  }
+  for (let i = 0; i < events.length; i += 500) inserted += (await insertBatch(db, events.slice(i, i + 500))).inserted;
   return inserted;
 }
 
