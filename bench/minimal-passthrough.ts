@@ -20,5 +20,8 @@ const server = createServer((req, res) => {
     },
   ).catch(() => res.destroy());
 });
+// As the daemon's: Node's default (5 s) closes the bench's idle connections between phases, and
+// a call sent just as one closes fails the run with "other side closed".
+server.keepAliveTimeout = 65_000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(`meter listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
 process.once('SIGTERM', () => process.exit(0));

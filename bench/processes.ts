@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 export interface Service {
   child: ChildProcess;
   url: string;
+  stopping?: boolean;
 }
 
 /** Spawns `node <args>` and waits for its `… listening on URL` line. */
@@ -20,11 +21,17 @@ export async function spawnService(args: string[], env: NodeJS.ProcessEnv, cwd: 
     });
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
   });
-  return { child, url };
+  const service: Service = { child, url };
+  // A service that dies mid-run says so (else the run fails on a closed socket, naming nothing).
+  child.once('exit', (code, signal) => {
+    if (!service.stopping) process.stderr.write(`${args.join(' ')} exited during the run (${signal ?? `code ${code}`})\n`);
+  });
+  return service;
 }
 
 export async function stopService(s: Service): Promise<void> {
   if (s.child.exitCode !== null) return;
+  s.stopping = true;
   const exited = new Promise((r) => s.child.once('exit', r));
   s.child.kill('SIGTERM');
   await exited;

@@ -10,7 +10,7 @@
  *
  * BENCH_DATABASE_URL=postgres://…/<throwaway database>: the daemon on PostgreSQL, else on the
  * embedded store in a throwaway data dir. BENCH_DAEMON_ARGS: node flags for the daemon only
- * (e.g. --cpu-prof). --bare adds the proxy without metering (bench/proxy-daemon.ts).
+ * (e.g. --cpu-prof). --bare adds the proxy without metering (bench/proxy-daemon.ts; PostgreSQL only).
  *
  * Prints, per round and as medians over the rounds, the latency each adds to a direct call
  * (non-stream p50/p99 at concurrency 1, a stream's first byte), CPU per call (every thread of
@@ -171,6 +171,9 @@ function table(rounds: Round[], names: Name[], store: string): string {
 }
 
 async function main(): Promise<void> {
+  // The proxy alone checks keys in its own store: on the embedded store that is another data
+  // directory, which has none of the bench's keys.
+  if (WITH_BARE && !DATABASE_URL) throw new Error('--bare needs BENCH_DATABASE_URL (the proxy alone and meter must share one store for the key)');
   const dataDir = mkdtempSync(join(tmpdir(), 'meter-bench-'));
   const services: Service[] = [];
   const pools: Pool[] = [];

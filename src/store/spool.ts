@@ -316,25 +316,18 @@ export class Spool<T> {
 
   /** The oldest event not yet acknowledged (for the writer's lag), from disk or memory. */
   async oldest(): Promise<T | undefined> {
-    const seg = this.front();
-    if (!seg) return undefined;
-    if (seg.acked < seg.durable) {
-      const fh = await open(seg.path, 'r').catch(() => undefined); // acknowledged and deleted meanwhile
-      if (!fh) return undefined;
-      try {
-        for (let size = 16 * 1024; ; size *= 4) {
-          const buf = Buffer.allocUnsafe(size);
-          const got = await readFully(fh, buf, 0, Math.min(size, seg.bytes - seg.ackedBytes), seg.ackedBytes);
-          const end = buf.indexOf(NEWLINE);
-          if (end >= 0 && end < got) return parse(buf.toString('utf8', 0, end)) as T | undefined;
-          if (got < size) return undefined;
-        }
-      } finally {
-        await fh.close();
+    // Its segment may be acknowledged and deleted while it is read: then the next one is asked.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const seg = this.front();
+      if (!seg) return undefined;
+      if (seg.acked >= seg.durable) {
+        const chunk = [...this.writing, ...this.pending].find((c) => c.seg === seg);
+        return chunk ? (parse(chunk.buf.toString('utf8', 0, chunk.buf.indexOf(NEWLINE))) as T | undefined) : undefined;
       }
+      const line = await firstLine(seg.path, seg.ackedBytes);
+      if (line !== undefined) return parse(line) as T | undefined;
     }
-    const chunk = [...this.writing, ...this.pending].find((c) => c.seg === seg);
-    return chunk ? (parse(chunk.buf.toString('utf8', 0, chunk.buf.indexOf(NEWLINE))) as T | undefined) : undefined;
+    return undefined;
   }
 
   /** Flushes and closes files; segments with unwritten events stay for the next start. */
@@ -456,6 +449,23 @@ export function slice(run: EventRun, from: number, to: number): EventRun {
   run.json.copy(json, 1, start, end);
   json[json.length - 1] = 0x5d;
   return { json, count: to - from, ends: run.ends.slice(from, to).map((e) => e - start + 1) };
+}
+
+/** The line that starts at `position` in a file; undefined when the file is gone. */
+async function firstLine(path: string, position: number): Promise<string | undefined> {
+  const fh = await open(path, 'r').catch(() => undefined);
+  if (!fh) return undefined;
+  try {
+    for (let size = 16 * 1024; ; size *= 4) {
+      const buf = Buffer.allocUnsafe(size);
+      const got = await readFully(fh, buf, 0, size, position);
+      const end = buf.subarray(0, got).indexOf(NEWLINE);
+      if (end >= 0) return buf.toString('utf8', 0, end);
+      if (got < size) return undefined;
+    }
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Reads `length` bytes at `position` unless the file ends first; returns how many it read. */
