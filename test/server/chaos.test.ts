@@ -92,7 +92,7 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
 
   const written = async () => (await direct.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events'))[0]!.n;
 
-  it('cut as the batch\'s reply comes back (it ran; on PostgreSQL a one-message script has committed): retried, each event once', async () => {
+  it('cut as the batch\'s reply comes back (it ran in its transaction, never committed): retried, each event once', async () => {
     await load(40);
     await writer.drain();
     const cuts = relay.cuts;
