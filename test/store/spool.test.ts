@@ -110,6 +110,23 @@ describe('Spool', () => {
     expect(segments(dir)).toHaveLength(0);
   });
 
+  it('reads a line far longer than the others whole, however small the batch asked for', async () => {
+    const dir = tempDir();
+    const spool = new Spool<{ n: number; s?: string }>({ dir });
+    spool.open();
+    const big = { n: 1, s: 'x'.repeat(300_000) };
+    const items = [{ n: 0 }, big, ...Array.from({ length: 1_000 }, (_, i) => ({ n: i + 2 }))];
+    for (const item of items) spool.push(item);
+    await spool.flush();
+    const back: unknown[] = [];
+    for (let batch = await spool.read(1); batch; batch = await spool.read(back.length === 1 ? 1 : 500)) {
+      back.push(...(JSON.parse(batch.json.toString()) as unknown[]));
+      await spool.ack(batch);
+    }
+    expect(back).toEqual(items);
+    await spool.close();
+  });
+
   it('a batch can be cut into parts and lines, each still the events as JSON', async () => {
     const dir = tempDir();
     const spool = new Spool<{ n: number; s?: string }>({ dir });
