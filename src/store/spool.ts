@@ -1,6 +1,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { EventRun } from './event-run.js';
 import { acquireLock, StoreLockedError } from './lockfile.js';
 
 /**
@@ -38,14 +39,6 @@ interface Segment {
   ackedBytes: number;
   sealed: boolean;
   fh?: FileHandle;
-}
-
-/** Events as one JSON array in UTF-8 (`[line,line,…]`), and where each line ends in it (its
- *  `,`, or the closing `]` for the last). */
-export interface EventRun {
-  readonly json: Buffer;
-  readonly count: number;
-  readonly ends: readonly number[];
 }
 
 /** The events `read` handed out, and where they end in their segment (for `ack`). */
@@ -361,8 +354,11 @@ export class Spool<T> {
   private async readerFor(seg: Segment): Promise<FileHandle> {
     if (this.reader?.seg !== seg) {
       await this.closeReader();
-      this.reader = { seg, fh: open(seg.path, 'r') };
-      this.reader.fh.catch(() => (this.reader = undefined));
+      const reader = { seg, fh: open(seg.path, 'r') };
+      this.reader = reader;
+      reader.fh.catch(() => {
+        if (this.reader === reader) this.reader = undefined; // the next read opens it again
+      });
     }
     return this.reader!.fh;
   }
@@ -433,22 +429,6 @@ export class Spool<T> {
       closeSync(fd);
     }
   }
-}
-
-/** Event `i` of a run, as its JSON line. */
-export function lineOf(run: EventRun, i: number): string {
-  return run.json.toString('utf8', i === 0 ? 1 : run.ends[i - 1]! + 1, run.ends[i]);
-}
-
-/** Events `from` to `to` (not included) of a run, as a run of their own (a copy). */
-export function slice(run: EventRun, from: number, to: number): EventRun {
-  const start = from === 0 ? 1 : run.ends[from - 1]! + 1;
-  const end = run.ends[to - 1]!;
-  const json = Buffer.allocUnsafe(end - start + 2);
-  json[0] = 0x5b;
-  run.json.copy(json, 1, start, end);
-  json[json.length - 1] = 0x5d;
-  return { json, count: to - from, ends: run.ends.slice(from, to).map((e) => e - start + 1) };
 }
 
 /** The line that starts at `position` in a file; undefined when the file is gone. */

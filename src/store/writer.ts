@@ -4,7 +4,8 @@ import type { UsageEvent } from '../metering/event.js';
 import type { EventSink } from '../metering/types.js';
 import type { Component } from '../server/daemon.js';
 import { insertJson, isDataError } from './event-batch.js';
-import { lineOf, slice, Spool, type EventRun, type SpoolStats } from './spool.js';
+import { lineOf, slice, type EventRun } from './event-run.js';
+import { Spool, type SpoolStats } from './spool.js';
 import type { Db } from './types.js';
 
 export interface EventWriterOptions {
@@ -75,8 +76,8 @@ export class EventWriter implements EventSink, Component {
     this.db = opts.db;
     this.log = opts.logger;
     this.interval = opts.flushIntervalMs;
-    // 500: a statement takes tens of ms, and a batch's JSON stays a few hundred kB (2,000-event
-    // batches cost 20–40 MB more RSS under load, in large strings and PGlite's memory).
+    // 500: a statement takes tens of ms, and a batch stays a few hundred kB (2,000-event batches
+    // measured 20–40 MB more RSS under load, much of it PGlite's memory).
     this.batchSize = opts.batchSize ?? 500;
     this.maxBackoff = opts.maxBackoffMs ?? 5_000;
     this.stopTimeout = opts.stopTimeoutMs ?? 10_000;

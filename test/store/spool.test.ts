@@ -1,7 +1,8 @@
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { lineOf, slice, Spool } from '../../src/store/spool.js';
+import { lineOf, slice, type EventRun } from '../../src/store/event-run.js';
+import { Spool } from '../../src/store/spool.js';
 import { tempDir } from '../helpers/stores.js';
 
 interface Item {
@@ -12,20 +13,22 @@ const segments = (dir: string) => readdirSync(dir).filter((f) => f.startsWith('s
 
 /** Ships everything like the writer does: flush, read, ack; returns what was shipped. Each
  *  batch must be one JSON array of its events, as the database reads it. */
-async function drainAll(spool: Spool<Item>, batch = 10, onBatch?: () => void): Promise<number[]> {
-  const shipped: number[] = [];
+async function drainAll<T>(spool: Spool<T>, batch = 10, onBatch?: (got: EventRun, items: T[]) => void): Promise<T[]> {
+  const shipped: T[] = [];
   for (let guard = 0; guard < 100_000; guard++) {
     await spool.flush();
     const got = await spool.read(batch);
     if (!got) break;
-    const items = JSON.parse(got.json.toString()) as Item[];
+    const items = JSON.parse(got.json.toString()) as T[];
     expect(items).toHaveLength(got.count);
-    shipped.push(...items.map((i) => i.n));
-    onBatch?.();
+    shipped.push(...items);
+    onBatch?.(got, items);
     await spool.ack(got);
   }
   return shipped;
 }
+
+const numbers = (items: Item[]) => items.map((i) => i.n);
 
 describe('Spool', () => {
   it('hands out only durable events, in order, and deletes segments once acknowledged', async () => {
@@ -43,7 +46,7 @@ describe('Spool', () => {
     const first = await spool.read(100);
     expect(first).toMatchObject({ count: 10 });
     expect(JSON.parse(first!.json.toString())).toEqual(Array.from({ length: 10 }, (_, n) => ({ n })));
-    expect(await drainAll(spool)).toEqual(Array.from({ length: 25 }, (_, n) => n));
+    expect(numbers(await drainAll(spool))).toEqual(Array.from({ length: 25 }, (_, n) => n));
     // sealed segments are gone; the active one stays until close
     expect(segments(dir)).toHaveLength(1);
     expect(spool.stats().backlog).toBe(0);
@@ -72,12 +75,9 @@ describe('Spool', () => {
     expect(again.open().recovered).toBe(3_001);
     expect(await again.oldest()).toEqual(items[0]);
     // Read back in batches of 700, past the reader's first guess of their size.
-    const back: unknown[] = [];
-    for (let batch = await again.read(700); batch; batch = await again.read(700)) {
-      back.push(...(JSON.parse(batch.json.toString()) as unknown[]));
-      for (let i = 0; i < batch.count; i += 97) expect(JSON.parse(lineOf(batch, i))).toEqual(back[back.length - batch.count + i]);
-      await again.ack(batch);
-    }
+    const back = await drainAll(again, 700, (batch, got) => {
+      for (let i = 0; i < batch.count; i += 97) expect(JSON.parse(lineOf(batch, i))).toEqual(got[i]);
+    });
     expect(back).toEqual([...items, { n: 3_000, s: '末尾' }]);
     expect(again.stats().backlog).toBe(0);
     await again.close();
@@ -100,9 +100,9 @@ describe('Spool', () => {
     expect(spool.backlogBytes()).toBe(segments(dir).reduce((sum, f) => sum + readFileSync(join(dir, f)).length, 0));
     // events keep arriving while the backlog drains
     let next = total;
-    const shipped = await drainAll(spool, 20, () => {
+    const shipped = numbers(await drainAll(spool, 20, () => {
       for (let i = 0; i < 10 && next < total + 300; i++) spool.push({ n: next++ });
-    });
+    }));
     expect(shipped).toEqual(Array.from({ length: total + 300 }, (_, n) => n));
     expect(spool.stats()).toMatchObject({ backlog: 0, buffered: 0 });
     expect(spool.backlogBytes()).toBe(0);
@@ -118,12 +118,7 @@ describe('Spool', () => {
     const items = [{ n: 0 }, big, ...Array.from({ length: 1_000 }, (_, i) => ({ n: i + 2 }))];
     for (const item of items) spool.push(item);
     await spool.flush();
-    const back: unknown[] = [];
-    for (let batch = await spool.read(1); batch; batch = await spool.read(back.length === 1 ? 1 : 500)) {
-      back.push(...(JSON.parse(batch.json.toString()) as unknown[]));
-      await spool.ack(batch);
-    }
-    expect(back).toEqual(items);
+    expect(await drainAll(spool, 1)).toEqual(items);
     await spool.close();
   });
 
@@ -161,7 +156,7 @@ describe('Spool', () => {
     expect(second.open()).toEqual({ recovered: 12, truncatedTails: 1 });
     expect(readFileSync(join(dir, last), 'utf8').endsWith('\n')).toBe(true);
     second.push({ n: 100 });
-    expect(await drainAll(second)).toEqual([...Array.from({ length: 12 }, (_, i) => i + 8), 100]);
+    expect(numbers(await drainAll(second))).toEqual([...Array.from({ length: 12 }, (_, i) => i + 8), 100]);
     expect(await second.close()).toBe(0);
     expect(segments(dir)).toHaveLength(0);
   });
@@ -195,7 +190,7 @@ describe('Spool', () => {
     spool.push({ n: 5 });
     const again = new Spool<Item>({ dir });
     expect(again.open().recovered).toBe(6);
-    expect((await drainAll(again)).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(numbers(await drainAll(again)).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5]);
     await again.close();
   });
 
@@ -222,7 +217,7 @@ describe('Spool', () => {
     await spool.close();
     const again = new Spool<Item>({ dir });
     expect(again.open().recovered).toBe(n);
-    expect(await drainAll(again)).toEqual(Array.from({ length: n }, (_, i) => i));
+    expect(numbers(await drainAll(again))).toEqual(Array.from({ length: n }, (_, i) => i));
     await again.close();
   });
 
