@@ -3,6 +3,7 @@ import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
+import { parseServiceKey } from '../../src/auth/key-format.js';
 import { loadConfig } from '../../src/config.js';
 import { isLoopback } from '../../src/metrics/endpoint.js';
 import { components } from '../../src/server/components.js';
@@ -153,7 +154,7 @@ describe('GET /metrics on the daemon port (no allow-list)', () => {
   });
 
   it('shows no key, account, tag value or model (labels are bounded)', () => {
-    for (const secret of [d.key, d.key.split('_')[2]!, d.keyId, d.account, PROVIDER_KEY, TAG_VALUE, 'gpt-4o', 'gpt-4o-mini']) {
+    for (const secret of [d.key, parseServiceKey(d.key)!.secret, d.keyId, d.account, PROVIDER_KEY, TAG_VALUE, 'gpt-4o', 'gpt-4o-mini']) {
       expect(after.text, secret).not.toContain(secret);
     }
     const labelNames = new Set<string>();
