@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { TEXT_PARSED_OIDS, type Db, type Queryable } from './types.js';
+import { TEXT_PARSED_OIDS, type Db, type Queryable, type QueryOptions } from './types.js';
 
 const TEXT_OIDS = new Set<number>(Object.values(TEXT_PARSED_OIDS));
 const types = {
@@ -18,13 +18,24 @@ export function openPostgres(connectionString: string, opts: { max?: number; app
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     types,
+    // No JIT for this service's statements: they are short (index lookups, rollup reads, batch
+    // inserts), and once the event batch's estimate passes jit_above_cost LLVM spends up to a
+    // second compiling a statement that runs in milliseconds. Set on each new connection
+    // before it is handed out (a startup option would be refused by poolers such as PgBouncer).
+    onConnect: async (c: pg.ClientBase) => {
+      await c.query('SET jit = off');
+    },
   });
   // An idle client losing its server must not crash the daemon; the next query reconnects.
   pool.on('error', () => {});
 
+  /** pg's query config: a named statement is parsed and planned once per connection. */
+  const statement = (text: string, params: unknown[] | undefined, opts: QueryOptions | undefined) =>
+    opts?.name ? { name: opts.name, text, values: params } : { text, values: params };
+
   const client = (c: pg.PoolClient) => ({
-    async query<T>(sql: string, params?: unknown[]) {
-      return (await c.query(sql, params as unknown[])).rows as T[];
+    async query<T>(sql: string, params?: unknown[], opts?: QueryOptions) {
+      return (await c.query(statement(sql, params, opts))).rows as T[];
     },
     async exec(sql: string) {
       await c.query(sql);
@@ -69,8 +80,8 @@ export function openPostgres(connectionString: string, opts: { max?: number; app
 
   return {
     kind: 'postgres',
-    async query<T>(sql: string, params?: unknown[]) {
-      return (await pool.query(sql, params as unknown[])).rows as T[];
+    async query<T>(sql: string, params?: unknown[], opts?: QueryOptions) {
+      return (await pool.query(statement(sql, params, opts))).rows as T[];
     },
     async exec(sql) {
       await pool.query(sql);

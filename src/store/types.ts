@@ -2,9 +2,15 @@
  *  interface is written once. TimescaleDB is a third implementation of the same seam. */
 export type StoreKind = 'postgres' | 'embedded' | 'timescale';
 
+export interface QueryOptions {
+  /** A statement run again and again with the same text (the event batch): PostgreSQL parses
+   *  and plans it once per connection under this name. The embedded store ignores it. */
+  name?: string;
+}
+
 export interface Queryable {
   /** One statement with $1… parameters; returns its rows. */
-  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[], opts?: QueryOptions): Promise<T[]>;
 }
 
 export interface Db extends Queryable {

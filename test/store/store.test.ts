@@ -5,6 +5,8 @@ import { lockPath, readLock, StoreLockedError } from '../../src/store/lockfile.j
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
+import { insertBatch } from '../../src/store/event-batch.js';
+import { makeEvent } from '../analytics/helpers/seed.js';
 import { createTestDatabase, describeEachBackend, postgresUrl, tempDir } from '../helpers/stores.js';
 
 describeEachBackend('store', (backend) => {
@@ -79,6 +81,32 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
       expect(Number(rows[0]!.n)).toBe(all.length);
     } finally {
       await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('runs without JIT, and parses and plans the event batch once per connection', async () => {
+    const url = await createTestDatabase();
+    const db = openPostgres(url, { max: 1 }); // one connection: the session the checks below see
+    try {
+      await migrate(db);
+      const accountId = '0190a0b0-0000-4000-8000-00000000000a';
+      const time = '2026-11-24T12:00:00.000Z';
+      for (let i = 0; i < 8; i++) {
+        const events = Array.from({ length: 3 }, () => makeEvent({ accountId, time }));
+        expect(await insertBatch(db, events)).toEqual({ inserted: 3 });
+      }
+      expect(await db.query(`SELECT current_setting('jit') AS jit`)).toEqual([{ jit: 'off' }]);
+      // After five custom plans PostgreSQL settles on the generic plan: later batches are not planned.
+      const prepared = await db.query<{ name: string; calls: string; generic_plans: string }>(
+        `SELECT name, generic_plans + custom_plans AS calls, generic_plans FROM pg_prepared_statements`,
+      );
+      expect(prepared).toHaveLength(1);
+      expect(prepared[0]).toMatchObject({ name: 'meter_insert_events_postgres', calls: '8' });
+      expect(Number(prepared[0]!.generic_plans)).toBeGreaterThan(0);
+      const [daily] = await db.query<{ requests: string }>('SELECT requests FROM usage_daily WHERE account_id = $1', [accountId]);
+      expect(daily).toEqual({ requests: '24' });
+    } finally {
+      await db.close();
     }
   });
 
