@@ -28,6 +28,8 @@ const parsers = { 20: asIs, 1700: asIs, 1082: asIs };
 const startParams = [
   ...PGlite.defaultStartParams,
   '-c', 'shared_buffers=16MB', '-c', 'wal_buffers=1MB', '-c', 'temp_buffers=1MB',
+  // PostgreSQL's default, relied on by the quoting of literals below.
+  '-c', 'standard_conforming_strings=on',
 ];
 
 // A store without a database yet starts from the pre-built template (embedded-template.ts).
@@ -40,11 +42,36 @@ const ready = PGlite.create({
   startParams,
 });
 
+// A named statement (the writer's batch) is prepared once and run with EXECUTE: parsing and
+// planning it cost PGlite more than running it on a small batch. PGlite's API has no named
+// statements and EXECUTE takes no bind parameters, so its arguments go as quoted literals
+// (standard_conforming_strings is on: only ' needs doubling). One session: the map is this
+// worker's, and a worker that restarts prepares again.
+const prepared = new Map();
+const NAME = /^[a-z_][a-z0-9_]*$/;
+const literal = (value) => (value === null || value === undefined ? 'NULL' : `'${String(value).replaceAll("'", "''")}'`);
+// Values whose text is their literal; anything else (a Date, an array) goes the usual way, and
+// so does text with a NUL, which would cut the statement's text short: as a parameter it fails
+// as bad data (22021), and the writer isolates the line.
+const plain = (value) => value == null || ['number', 'bigint', 'boolean'].includes(typeof value) || (typeof value === 'string' && !value.includes('\0'));
+
+async function query(db, { sql, params, name }) {
+  const values = params?.map(text);
+  if (!name || !NAME.test(name) || !(values ?? []).every(plain)) return db.query(sql, values);
+  if (prepared.get(name) !== sql) {
+    if (prepared.has(name)) await db.exec(`DEALLOCATE ${name}`);
+    prepared.delete(name);
+    await db.exec(`PREPARE ${name} AS ${sql}`);
+    prepared.set(name, sql);
+  }
+  return db.query(`EXECUTE ${name}${values?.length ? `(${values.map(literal).join(', ')})` : ''}`);
+}
+
 parentPort.on('message', async (req) => {
   let reply;
   try {
     const db = await ready;
-    if (req.op === 'query') reply = { id: req.id, rows: (await db.query(req.sql, req.params?.map(text))).rows };
+    if (req.op === 'query') reply = { id: req.id, rows: (await query(db, req)).rows };
     else if (req.op === 'exec') {
       await db.exec(req.sql);
       reply = { id: req.id };

@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { usableTemplate } from './embedded-template.js';
 import type { AdminAddress } from '../admin/server.js';
 import { acquireLock } from './lockfile.js';
-import type { Db, Queryable } from './types.js';
+import type { Db, Queryable, QueryOptions } from './types.js';
 
 export class EmbeddedStoreError extends Error {
   constructor(message: string, readonly code?: string) {
@@ -16,6 +16,8 @@ interface Request {
   op: 'query' | 'exec' | 'close';
   sql?: string;
   params?: unknown[];
+  /** A statement the worker prepares once under this name (QueryOptions.name). */
+  name?: string;
 }
 type Reply = { id: number; rows?: unknown[]; error?: { message: string; code?: string } };
 
@@ -102,7 +104,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
   };
   spawnWorker();
 
-  const send = (op: Request['op'], sql?: string, params?: unknown[]) =>
+  const send = (op: Request['op'], sql?: string, params?: unknown[], opts?: QueryOptions) =>
     new Promise<unknown[]>((resolve, reject) => {
       if (!worker && died && !closing && Date.now() >= restartAt) spawnWorker();
       const w = worker;
@@ -114,7 +116,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
       // its whole underlying buffer, and the worker decodes them (see embedded-worker.js).
       const moved: ArrayBuffer[] = [];
       const sent = params?.map((p) => (p instanceof Uint8Array ? own(p, moved) : p));
-      w.postMessage({ id, op, sql, params: sent } satisfies Request, moved);
+      w.postMessage({ id, op, sql, params: sent, name: opts?.name } satisfies Request, moved);
     }).finally(() => {
       if (pending.size === 0) worker?.unref();
     });
@@ -127,7 +129,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
     return run;
   };
   const direct: Queryable & { exec(sql: string): Promise<void> } = {
-    query: <T>(sql: string, params?: unknown[]) => send('query', sql, params) as Promise<T[]>,
+    query: <T>(sql: string, params?: unknown[], opts?: QueryOptions) => send('query', sql, params, opts) as Promise<T[]>,
     exec: async (sql: string) => {
       await send('exec', sql);
     },
@@ -144,7 +146,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
 
   return {
     kind: 'embedded',
-    query: (sql, params) => serial(() => direct.query(sql, params)),
+    query: (sql, params, opts) => serial(() => direct.query(sql, params, opts)),
     exec: (sql) => serial(() => direct.exec(sql)),
     transaction: (fn) =>
       serial(async () => {
@@ -152,7 +154,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
         const started = generation;
         const sameWorker = <T>(run: () => Promise<T>) =>
           generation === started ? run() : Promise.reject(died ?? new EmbeddedStoreError('the embedded store restarted during a transaction', 'worker_exited'));
-        const tx: Queryable = { query: (sql, params) => sameWorker(() => direct.query(sql, params)) };
+        const tx: Queryable = { query: (sql, params, opts) => sameWorker(() => direct.query(sql, params, opts)) };
         try {
           const result = await fn(tx);
           await sameWorker(() => direct.exec('COMMIT'));

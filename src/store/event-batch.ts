@@ -137,8 +137,8 @@ export function insertBatch(db: Db, events: readonly UsageEvent[]): Promise<Batc
  * Writes events given as one JSON array: one statement. The spool hands its batches out as
  * bytes, which pg sends in binary format (for json, that is the UTF-8 text itself) and the
  * embedded store's worker decodes: the daemon's thread never holds a batch as a string.
- * On PostgreSQL the statement is a named one: parsing and planning it took more of the
- * server's CPU than running it on a small batch (CTEs over six tables, sent as 5 kB of text).
+ * The statement is a named one: parsing and planning it (CTEs over six tables, 5 kB of text)
+ * took more of the database's CPU than running it on a small batch.
  */
 export async function insertJson(db: Db, json: string | Uint8Array): Promise<BatchResult> {
   const sql = batchSql(db.kind);

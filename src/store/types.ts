@@ -3,8 +3,8 @@
 export type StoreKind = 'postgres' | 'embedded' | 'timescale';
 
 export interface QueryOptions {
-  /** A statement run again and again with the same text (the event batch): PostgreSQL parses
-   *  and plans it once per connection under this name. The embedded store ignores it. */
+  /** A statement run again and again with the same text (the event batch): parsed and planned
+   *  once per connection under this name (a lower-case SQL identifier). */
   name?: string;
 }
 

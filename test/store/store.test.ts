@@ -89,22 +89,8 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
     const db = openPostgres(url, { max: 1 }); // one connection: the session the checks below see
     try {
       await migrate(db);
-      const accountId = '0190a0b0-0000-4000-8000-00000000000a';
-      const time = '2026-11-24T12:00:00.000Z';
-      for (let i = 0; i < 8; i++) {
-        const events = Array.from({ length: 3 }, () => makeEvent({ accountId, time }));
-        expect(await insertBatch(db, events)).toEqual({ inserted: 3 });
-      }
+      await expectBatchPreparedOnce(db);
       expect(await db.query(`SELECT current_setting('jit') AS jit`)).toEqual([{ jit: 'off' }]);
-      // After five custom plans PostgreSQL settles on the generic plan: later batches are not planned.
-      const prepared = await db.query<{ name: string; calls: string; generic_plans: string }>(
-        `SELECT name, generic_plans + custom_plans AS calls, generic_plans FROM pg_prepared_statements`,
-      );
-      expect(prepared).toHaveLength(1);
-      expect(prepared[0]).toMatchObject({ name: 'meter_insert_events_postgres', calls: '8' });
-      expect(Number(prepared[0]!.generic_plans)).toBeGreaterThan(0);
-      const [daily] = await db.query<{ requests: string }>('SELECT requests FROM usage_daily WHERE account_id = $1', [accountId]);
-      expect(daily).toEqual({ requests: '24' });
     } finally {
       await db.close();
     }
@@ -122,6 +108,41 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
       const tables = await db.query(`SELECT 1 FROM information_schema.tables WHERE table_name = 't2'`);
       expect(tables).toEqual([]);
       expect(await db.query('SELECT version FROM schema_migrations')).toEqual([{ version: 1 }]);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+/** Eight batches through insertBatch: one prepared statement, run eight times, on a generic
+ *  plan once PostgreSQL has seen five custom ones (later batches are not planned); the rows
+ *  arrive, text with quotes and backslashes unchanged. */
+async function expectBatchPreparedOnce(db: Db): Promise<void> {
+  const accountId = '0190a0b0-0000-4000-8000-00000000000a';
+  const time = '2026-11-24T12:00:00.000Z';
+  for (let i = 0; i < 8; i++) {
+    const events = Array.from({ length: 3 }, () => makeEvent({ accountId, time, model: `o'brien \\ "q" ${i}`, tags: { team: "it's" } }));
+    expect(await insertBatch(db, events)).toEqual({ inserted: 3 });
+  }
+  const prepared = await db.query<{ name: string; calls: string; generic_plans: string }>(
+    `SELECT name, (generic_plans + custom_plans)::text AS calls, generic_plans::text FROM pg_prepared_statements`,
+  );
+  expect(prepared).toHaveLength(1);
+  expect(prepared[0]).toMatchObject({ name: `meter_insert_events_${db.kind}`, calls: '8' });
+  expect(Number(prepared[0]!.generic_plans)).toBeGreaterThan(0);
+  const daily = await db.query<{ model: string; requests: string }>(
+    'SELECT model, requests::text FROM usage_daily WHERE account_id = $1 ORDER BY model', [accountId]);
+  expect(daily).toHaveLength(8);
+  expect(daily[0]).toEqual({ model: `o'brien \\ "q" 0`, requests: '3' });
+  expect(await db.query(`SELECT DISTINCT tags->>'team' AS team FROM usage_events WHERE account_id = $1`, [accountId])).toEqual([{ team: "it's" }]);
+}
+
+describe('embedded store: the event batch', () => {
+  it('is prepared once in the worker and run with its JSON as a literal', async () => {
+    const db = await openEmbedded(undefined);
+    try {
+      await migrate(db);
+      await expectBatchPreparedOnce(db);
     } finally {
       await db.close();
     }

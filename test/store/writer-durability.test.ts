@@ -95,7 +95,7 @@ describe.skipIf(!postgresUrl)('EventWriter durability, PostgreSQL behind a relay
   it('memory stays bounded under a large backlog; everything is written once the database is back', async () => {
     await relay.down();
     const w = writer({ segmentMaxEvents: 1_000, batchSize: 1_000 });
-    const total = 30_000;
+    const total = 40_000;
     let heapAt10k = 0;
     for (let i = 0; i < total; i += 1_000) {
       if (i === 10_000) {
@@ -109,16 +109,17 @@ describe.skipIf(!postgresUrl)('EventWriter durability, PostgreSQL behind a relay
     // the whole backlog waits on disk, none of it in memory
     expect(w.stats()).toMatchObject({ backlog: total, buffered: 0 });
     expect(w.backlogBytes()).toBeGreaterThan(total * 300);
-    // flat: the last 20k events (~14 MB of JSON) went to disk, not to memory (the spool keeps up
-    // to 2 MB of its write chunks for reuse, and the heap moves by a few MB)
-    expect(liveHeap() - heapAt10k).toBeLessThan(6 << 20);
+    // flat: the last 30k events (~21 MB of JSON) went to disk, not to memory (the spool keeps up
+    // to 2 MB of its write chunks for reuse, and on a loaded machine the rest of the process
+    // moved by up to 7 MB between the two readings)
+    expect(liveHeap() - heapAt10k).toBeLessThan(10 << 20);
 
     const { n: start } = await countEvents(direct);
     await relay.up();
     await w.drain(60_000);
     expect(await countEvents(direct)).toEqual({ n: start + total, distinct: start + total });
     expect(w.stats()).toMatchObject({ backlog: 0, buffered: 0, deadLettered: 0 });
-  }, 90_000); // 30k events spilled and replayed; drain alone may take up to 60 s
+  }, 90_000); // 40k events spilled and replayed; drain alone may take up to 60 s
 
   it('stop with the database unreachable is bounded, says how many events stay, and the next start writes them', async () => {
     const { logger, lines } = captureLogger();
