@@ -124,7 +124,7 @@ export class BudgetMonitor implements Component {
   /** Spend, and which of the ledger's events that spend holds, from one snapshot. */
   private readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
     const { sql, params } = budgetStatesQuery(window);
-    return readWithSeen<BudgetRow>(this.db, sql, params, () => this.ledger?.unseenEvents() ?? []);
+    return readWithSeen<BudgetRow>(this.db, sql, params, () => this.ledger?.unseenEvents() ?? [], 'meter_budget_states');
   }
 
   private async tick(): Promise<void> {

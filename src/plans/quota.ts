@@ -48,6 +48,7 @@ export class QuotaTracker {
           WHERE d.day >= $1 AND p.monthly_call_quota IS NOT NULL GROUP BY d.account_id`,
         [day],
         () => [...this.#unseen.values()],
+        'meter_quota_counts',
       );
       // One synchronous step: the new counts and the local calls they hold change together.
       this.#written = new Map(rows.map((r) => [r.account_id, Number(r.n)]));

@@ -10,17 +10,24 @@ type EventRef = { id: string; time: string };
  * (which starts later still) cannot be in it; every event gained before is looked up in the
  * same snapshot. A local count is dropped exactly when the figures include it. While nothing is
  * counted locally (the usual idle state) the figures are one plain statement.
+ *
+ * `name`: the figures are re-read every flush interval by every sidecar, so their statement is
+ * a named one (QueryOptions.name): parsed and planned once per connection. Its result columns
+ * must not follow a table's column list (a `SELECT *` would fail once a migration adds one).
  */
-export async function readWithSeen<R>(db: Db, sql: string, params: unknown[], events: () => EventRef[]): Promise<{ rows: R[]; seen: string[] }> {
+export async function readWithSeen<R>(
+  db: Db, sql: string, params: unknown[], events: () => EventRef[], name?: string,
+): Promise<{ rows: R[]; seen: string[] }> {
+  const opts = name ? { name } : undefined;
   if (events().length === 0) {
-    const rows = await db.query<R>(sql, params);
+    const rows = await db.query<R>(sql, params, opts);
     // Still nothing counted locally: nothing the figures hold is counted twice. Else an event
     // entered the list while they were read and they may hold it: read again, in one snapshot.
     if (events().length === 0) return { rows, seen: [] };
   }
   return db.transaction(async (tx) => {
     await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-    const rows = await tx.query<R>(sql, params);
+    const rows = await tx.query<R>(sql, params, opts);
     const refs = events();
     if (refs.length === 0) return { rows, seen: [] };
     const seen = await tx.query<{ id: string }>(

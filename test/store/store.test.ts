@@ -7,6 +7,9 @@ import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import { insertBatch } from '../../src/store/event-batch.js';
 import { makeEvent } from '../analytics/helpers/seed.js';
+import { QuotaTracker } from '../../src/plans/quota.js';
+import { BudgetMonitor } from '../../src/budget/monitor.js';
+import pino from 'pino';
 import { createTestDatabase, describeEachBackend, postgresUrl, tempDir } from '../helpers/stores.js';
 
 describeEachBackend('store', (backend) => {
@@ -91,6 +94,25 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
       await migrate(db);
       await expectBatchPreparedOnce(db);
       expect(await db.query(`SELECT current_setting('jit') AS jit`)).toEqual([{ jit: 'off' }]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('the quota and budget re-reads of every flush interval are named statements too', async () => {
+    const url = await createTestDatabase();
+    const db = openPostgres(url, { max: 1 });
+    try {
+      await migrate(db);
+      const quota = new QuotaTracker();
+      const budgets = new BudgetMonitor(db, pino({ level: 'silent' }), { intervalMs: 50 });
+      for (let i = 0; i < 3; i++) {
+        await quota.refresh(db);
+        await budgets.refresh();
+      }
+      const prepared = await db.query<{ name: string; calls: number }>(
+        `SELECT name, (generic_plans + custom_plans)::int AS calls FROM pg_prepared_statements ORDER BY name`);
+      expect(prepared).toEqual([{ name: 'meter_budget_states', calls: 3 }, { name: 'meter_quota_counts', calls: 3 }]);
     } finally {
       await db.close();
     }
