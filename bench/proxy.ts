@@ -14,7 +14,8 @@
  *
  * Prints, per round and as medians over the rounds, the latency each adds to a direct call
  * (non-stream p50/p99 at concurrency 1, a stream's first byte), CPU per call (every thread of
- * the process, from /proc), req/s at concurrency 64 and RSS under load, with the ratios of
+ * the process, from /proc; and how much of it the process spends idle anyway, measured for 5 s
+ * before the rounds), req/s at concurrency 64 and RSS under load, with the ratios of
  * DESIGN.md's targets; --soak-seconds keeps c=64 on the daemon and reports RSS every minute;
  * then `meter start` on the embedded store to /readyz 200, on a new and an existing data dir.
  */
@@ -82,6 +83,7 @@ const median = (xs: number[]) => pct(xs, 50);
 async function interleaved(targets: Target[], n: number, fn: (t: Target) => Promise<number>) {
   const lat = new Map<Name, number[]>(targets.map((t) => [t.name, []]));
   const cpu0 = new Map(targets.map((t) => [t.name, t.service ? cpuMicros(t.service.child.pid!) : 0]));
+  const t0 = performance.now();
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < targets.length; j++) {
       const t = targets[(i + j) % targets.length]!;
@@ -89,7 +91,15 @@ async function interleaved(targets: Target[], n: number, fn: (t: Target) => Prom
     }
   }
   const cpu = new Map(targets.map((t) => [t.name, t.service ? (cpuMicros(t.service.child.pid!) - cpu0.get(t.name)!) / n : 0]));
-  return { lat, cpu };
+  return { lat, cpu, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** CPU each process spends per second with no call at all (its timers: the daemon's re-reads
+ *  every flush interval, key polls): part of "CPU per call" at c=1, whatever the call costs. */
+async function idleRates(targets: Target[], seconds = 5): Promise<Map<Name, number>> {
+  const cpu0 = new Map(targets.map((t) => [t.name, t.service ? cpuMicros(t.service.child.pid!) : 0]));
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  return new Map(targets.map((t) => [t.name, t.service ? (cpuMicros(t.service.child.pid!) - cpu0.get(t.name)!) / seconds : 0]));
 }
 
 /** Concurrency 64 for `seconds`: req/s and the peak RSS of the process behind the target. */
@@ -121,10 +131,10 @@ async function loaded(t: Target, seconds: number, onRss?: (mb: number) => void) 
 
 interface Round {
   c1p50: Map<Name, number>; c1p99: Map<Name, number>; fb50: Map<Name, number>; fb99: Map<Name, number>;
-  cpu: Map<Name, number>; rps: Map<Name, number>; rss: Map<Name, number>;
+  cpu: Map<Name, number>; idleCpu: Map<Name, number>; rps: Map<Name, number>; rss: Map<Name, number>;
 }
 
-async function round(targets: Target[], r: number): Promise<Round> {
+async function round(targets: Target[], r: number, idle: Map<Name, number>): Promise<Round> {
   log(`round ${r}: concurrency 1, ${C1_REQUESTS} calls each, interleaved…`);
   const c1 = await interleaved(targets, C1_REQUESTS, chat);
   log(`round ${r}: stream first byte, ${STREAMS} streams each, interleaved…`);
@@ -142,7 +152,9 @@ async function round(targets: Target[], r: number): Promise<Round> {
     const direct = pct(lat.get('direct')!, p);
     return new Map(targets.map((t) => [t.name, pct(lat.get(t.name)!, p) - (t.name === 'direct' ? 0 : direct)]));
   };
-  return { c1p50: added(c1.lat, 50), c1p99: added(c1.lat, 99), fb50: added(fb.lat, 50), fb99: added(fb.lat, 99), cpu: c1.cpu, rps, rss };
+  // The idle rate over the phase's time, per call: what the process would have spent with none.
+  const idleCpu = new Map(targets.map((t) => [t.name, (idle.get(t.name)! * c1.seconds) / C1_REQUESTS]));
+  return { c1p50: added(c1.lat, 50), c1p99: added(c1.lat, 99), fb50: added(fb.lat, 50), fb99: added(fb.lat, 99), cpu: c1.cpu, idleCpu, rps, rss };
 }
 
 /** The table of DESIGN.md's targets: medians over the rounds, ratio = meter / floor per round, then the median. */
@@ -156,13 +168,14 @@ function table(rounds: Round[], names: Name[], store: string): string {
     `|${Array(proxies.length + 3).fill('---').join('|')}|`,
   ];
   const ms = (v: number) => `${v < 0 ? "" : "+"}${v.toFixed(3)} ms`;
-  const line = (label: string, pick: (r: Round) => Map<Name, number>, fmt: (v: number) => string, target: string) =>
-    rows.push(`| ${[label, ...proxies.map((n) => fmt(med(pick, n))), `${ratio(pick).toFixed(2)}×`, target].join(' | ')} |`);
+  const line = (label: string, pick: (r: Round) => Map<Name, number>, fmt: (v: number) => string, target: string | undefined) =>
+    rows.push(`| ${[label, ...proxies.map((n) => fmt(med(pick, n))), target === undefined ? '' : `${ratio(pick).toFixed(2)}×`, target ?? ''].join(' | ')} |`);
   line('added non-stream p50, c=1', (r) => r.c1p50, ms, '≤ 1.3×');
   line('added non-stream p99, c=1', (r) => r.c1p99, ms, '≤ 1.5×');
   line('added stream first byte p50, c=1', (r) => r.fb50, ms, '≤ 1.3×');
   line('added stream first byte p99, c=1', (r) => r.fb99, ms, '');
   line('CPU per call, c=1', (r) => r.cpu, (v) => `${v.toFixed(0)} µs`, '≤ 1.3×');
+  line('… of it idle work (idle CPU/s × phase time ÷ calls)', (r) => r.idleCpu, (v) => `${v.toFixed(0)} µs`, undefined);
   line('req/s, c=64', (r) => r.rps, (v) => v.toFixed(0), '≥ 0.95×');
   line('peak RSS under load', (r) => r.rss, (v) => `${v.toFixed(0)} MB`, store === 'PostgreSQL' ? 'meter ≤ 150 MB' : 'meter ≤ 250 MB');
   const direct = (pick: (r: Round) => Map<Name, number>) => med(pick, 'direct').toFixed(3);
@@ -221,9 +234,11 @@ async function main(): Promise<void> {
     await interleaved(targets, 1000, chat);
     await interleaved(targets, 200, streamTtfb);
     const storeName = DATABASE_URL ? 'PostgreSQL' : 'embedded';
+    log('idle CPU of each process, 5 s without calls…');
+    const idle = await idleRates(targets);
     const rounds: Round[] = [];
     for (let r = 1; r <= ROUNDS; r++) {
-      rounds.push(await round(targets, r));
+      rounds.push(await round(targets, r, idle));
       process.stderr.write(`${table(rounds.slice(-1), targets.map((t) => t.name), storeName)}\n`);
     }
     process.stdout.write(`\nmeter proxy bench, ${ROUNDS} rounds (medians), meter on ${storeName}; node ${process.version}, mock provider on loopback\n`);
