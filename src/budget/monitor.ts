@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
 import type { Component } from '../server/daemon.js';
-import { readWithSeen } from '../store/snapshot.js';
+import { readWithSeen, RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
 import { formatUnits, reached, toUnits } from './money.js';
@@ -58,6 +58,7 @@ export class BudgetMonitor implements Component {
   private failing = false;
   private readonly now: () => Date;
   private ledger: SpendLedger | undefined;
+  private readonly rereads = new RereadSkip();
 
   constructor(private readonly db: Db, private readonly logger: Logger, private readonly opts: BudgetMonitorOptions) {
     this.now = opts.now ?? (() => new Date());
@@ -128,7 +129,7 @@ export class BudgetMonitor implements Component {
   }
 
   private async tick(): Promise<void> {
-    const run = this.refresh().then(
+    const run = this.rereads.run(this.db, monthWindow(this.now()).month, () => this.refresh()).then(
       () => {
         if (this.failing) this.logger.info('budget monitor: store reachable again');
         this.failing = false;

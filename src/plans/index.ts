@@ -1,10 +1,11 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Component, DaemonContext } from '../server/daemon.js';
+import { RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { Admissions } from './admission.js';
 import { PlanBook } from './plans.js';
-import { QuotaTracker } from './quota.js';
+import { monthBounds, QuotaTracker } from './quota.js';
 import { RateLimiter } from './rate-limit.js';
 import { runRetention } from './retention.js';
 
@@ -53,7 +54,9 @@ export function createPlans({ config, logger, store, retentionIntervalMs = 3_600
         await book.refresh(store);
         limiter.prune();
       }, 'reading plans');
-      every(config.flushIntervalMs, () => quota.refresh(store), 'reading call counts');
+      const counts = new RereadSkip();
+      const month = () => String(monthBounds(Date.now()).start);
+      every(config.flushIntervalMs, () => counts.run(store, month(), () => quota.refresh(store)), 'reading call counts');
       every(retentionIntervalMs, () => (retention = runRetention(store, { logger })), 'retention');
     },
     async stop() {

@@ -67,11 +67,20 @@ async function query(db, { sql, params, name }) {
   return db.query(`EXECUTE ${name}${values?.length ? `(${values.map(literal).join(', ')})` : ''}`);
 }
 
+// A data-changing statement that touched no row (the alert outbox's claim when nothing is due)
+// changes nothing a re-read could find (Db.writes). A SELECT over data-modifying CTEs (the
+// event batch) reports itself as a SELECT: the daemon counts it as a write.
+const DML = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
+const untouched = (res) => DML.has(res.command) && res.affectedRows === 0;
+
 parentPort.on('message', async (req) => {
   let reply;
   try {
     const db = await ready;
-    if (req.op === 'query') reply = { id: req.id, rows: (await query(db, req)).rows };
+    if (req.op === 'query') {
+      const res = await query(db, req);
+      reply = { id: req.id, rows: res.rows, ...(untouched(res) ? { unchanged: true } : {}) };
+    }
     else if (req.op === 'exec') {
       await db.exec(req.sql);
       reply = { id: req.id };

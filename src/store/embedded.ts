@@ -19,7 +19,8 @@ interface Request {
   /** A statement the worker prepares once under this name (QueryOptions.name). */
   name?: string;
 }
-type Reply = { id: number; rows?: unknown[]; error?: { message: string; code?: string } };
+/** `unchanged`: an INSERT, UPDATE, DELETE or MERGE that touched no row (the worker knows). */
+type Reply = { id: number; rows?: unknown[]; unchanged?: boolean; error?: { message: string; code?: string } };
 
 /** A copy of the bytes in an ArrayBuffer of their own, to be moved to the worker. */
 function own(bytes: Uint8Array, moved: ArrayBuffer[]): Uint8Array {
@@ -27,6 +28,12 @@ function own(bytes: Uint8Array, moved: ArrayBuffer[]): Uint8Array {
   moved.push(copy.buffer);
   return copy;
 }
+
+/** Statements that change no data (reads, transaction control); anything else counts as a
+ *  write. A script (exec) is one only when it is transaction control alone. */
+const READ_ONLY = /^\s*(SELECT|SHOW|BEGIN|COMMIT|ROLLBACK|SET\s+TRANSACTION)\b/i;
+const TX_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK)\s*;?\s*$/i;
+const mayWrite = (op: Request['op'], sql: string | undefined) => sql !== undefined && !(op === 'exec' ? TX_CONTROL : READ_ONLY).test(sql);
 
 const defaultWorkerFile = new URL('./embedded-worker.js', import.meta.url);
 
@@ -59,7 +66,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
   // The worker loads it only into a data directory that has no database yet.
   const template = opts.template === false ? undefined : usableTemplate(opts.template);
   let nextId = 1;
-  const pending = new Map<number, { resolve(rows: unknown[]): void; reject(err: Error): void }>();
+  const pending = new Map<number, { resolve(rows: unknown[]): void; reject(err: Error): void; mayWrite: boolean }>();
   let closing = false;
   let worker: Worker | undefined;
   /** Counts workers started: a transaction must not go on in a worker that did not see its BEGIN. */
@@ -68,6 +75,9 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
   let died: EmbeddedStoreError | undefined;
   let deaths = 0;
   let restartAt = 0;
+  /** Statements that may have changed data (Db.writes), counted as they end: whatever a
+   *  re-read queued behind one finds, the count moves after it, and the next interval reads. */
+  let writes = 0;
 
   const spawnWorker = () => {
     const w = new Worker(workerFile, {
@@ -80,6 +90,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
       const p = pending.get(reply.id);
       if (!p) return;
       pending.delete(reply.id);
+      if (p.mayWrite && !reply.unchanged) writes++;
       if (reply.error) p.reject(new EmbeddedStoreError(reply.error.message, reply.error.code));
       else {
         deaths = 0; // it answers: a later death starts the backoff afresh
@@ -95,7 +106,10 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
       died = new EmbeddedStoreError(`the embedded store's worker stopped (exit code ${code}${reason ? `: ${reason}` : ''}); a new one starts with the next statement`, 'worker_exited');
       deaths++;
       restartAt = Date.now() + Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (deaths - 1));
-      for (const p of pending.values()) p.reject(died);
+      for (const p of pending.values()) {
+        if (p.mayWrite) writes++; // it may have committed before the worker died
+        p.reject(died);
+      }
       pending.clear();
     });
     worker = w;
@@ -110,7 +124,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
       const w = worker;
       if (!w) return reject(died ?? new EmbeddedStoreError('the embedded store is closed', 'closed'));
       const id = nextId++;
-      pending.set(id, { resolve, reject });
+      pending.set(id, { resolve, reject, mayWrite: mayWrite(op, sql) });
       w.ref(); // keep the process alive while a reply is owed
       // Bytes (a batch's JSON) go as a copy of their own, moved, not cloned: a view would post
       // its whole underlying buffer, and the worker decodes them (see embedded-worker.js).
@@ -175,6 +189,7 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
         return false;
       }
     },
+    writes: () => writes,
     setAdmin(address) {
       lock?.update({ adminSocket: address.socket, adminUrl: address.url, adminToken: address.token });
     },

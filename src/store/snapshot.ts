@@ -38,3 +38,26 @@ export async function readWithSeen<R>(
     return { rows, seen: seen.map((r) => r.id) };
   });
 }
+
+/**
+ * Skips a periodic re-read (quota counts, budget spend) that would find what the last one found.
+ * On the embedded store this process is the only writer and the store counts the statements
+ * that may change data (Db.writes): while that count and the re-read's period (its month) stand
+ * still, the figures and which local events they hold stand still too, and reading them every
+ * flush interval would be an idle daemon's main work. The count is taken before reading, so a
+ * write during the read makes the next interval read again; a failed read is retried. On
+ * PostgreSQL (no count) every interval reads.
+ */
+export class RereadSkip {
+  #last: { writes: number; period: string } | undefined;
+
+  /** Runs `read` unless nothing changed since the last read that succeeded; true when it ran. */
+  async run(db: Db, period: string, read: () => Promise<unknown>): Promise<boolean> {
+    const writes = db.writes?.();
+    const last = this.#last;
+    if (writes !== undefined && last?.writes === writes && last.period === period) return false;
+    await read();
+    this.#last = writes === undefined ? undefined : { writes, period };
+    return true;
+  }
+}

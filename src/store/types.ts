@@ -26,6 +26,11 @@ export interface Db extends Queryable {
   tryAdvisoryLock<T>(key: string, fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>): Promise<T | undefined>;
   /** true when the database answers. */
   ping(): Promise<boolean>;
+  /** Embedded store only: how many statements it has run that may have changed data. Its
+   *  process is the database's only client (the lock file), so while the count stands still a
+   *  re-read finds what the last one found (see RereadSkip). PostgreSQL has none: other
+   *  sidecars write there unseen. */
+  writes?(): number;
   close(): Promise<void>;
 }
 

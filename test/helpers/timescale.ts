@@ -28,10 +28,12 @@ function startEngine(): Promise<ChildProcess> {
       else w.reject(new Error(`TimescaleDB test engine: ${m.error}`));
     });
     child.on('error', reject);
-    child.on('exit', (code) => {
-      for (const w of waiting.values()) w.reject(new Error(`TimescaleDB test engine exited (${code})`));
+    child.on('exit', (code, signal) => {
+      const how = signal ?? `code ${code}`;
+      for (const w of waiting.values()) w.reject(new EngineExited(`TimescaleDB test engine exited (${how})`));
       waiting.clear();
-      reject(new Error(`TimescaleDB test engine exited before it was ready (${code})`));
+      reject(new EngineExited(`TimescaleDB test engine exited before it was ready (${how})`));
+      engine = undefined; // the next request starts a new one
     });
     atFileEnd(() => {
       child.disconnect();
@@ -39,6 +41,8 @@ function startEngine(): Promise<ChildProcess> {
     });
   });
 }
+
+class EngineExited extends Error {}
 
 async function request(id: number, msg: Record<string, unknown>): Promise<number> {
   const child = await (engine ??= startEngine());
@@ -50,8 +54,17 @@ async function request(id: number, msg: Record<string, unknown>): Promise<number
 /** A fresh database on the engine; `timescale: false` starts it without the extension (a
  *  PostgreSQL server where TimescaleDB is not installed). Closed at the end of the file. */
 export async function timescaleDatabase(opts: { timescale?: boolean } = {}): Promise<string> {
-  const id = nextId++;
-  const port = await request(id, { op: 'open', timescale: opts.timescale !== false });
+  const open = async () => {
+    const id = nextId++;
+    return { id, port: await request(id, { op: 'open', timescale: opts.timescale !== false }) };
+  };
+  // Seen once in a full run on 2 loaded cores: the engine process ended by a signal, printing
+  // nothing, while it opened a database. A new engine opens it again; databases the dead one
+  // held are gone with it, and their tests fail as they would have.
+  const { id, port } = await open().catch((err: unknown) => {
+    if (err instanceof EngineExited) return open();
+    throw err;
+  });
   atFileEnd(() => request(nextId++, { op: 'close', closes: id }).catch(() => {}));
   return `postgres://postgres@127.0.0.1:${port}/postgres`;
 }

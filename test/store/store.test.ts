@@ -1,15 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { BudgetMonitor } from '../../src/budget/monitor.js';
+import { QuotaTracker } from '../../src/plans/quota.js';
 import { openEmbedded } from '../../src/store/embedded.js';
+import { insertBatch } from '../../src/store/event-batch.js';
 import { lockPath, readLock, StoreLockedError } from '../../src/store/lockfile.js';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
-import { insertBatch } from '../../src/store/event-batch.js';
 import { makeEvent } from '../analytics/helpers/seed.js';
-import { QuotaTracker } from '../../src/plans/quota.js';
-import { BudgetMonitor } from '../../src/budget/monitor.js';
-import pino from 'pino';
+import { silentLogger } from '../budget/helpers/seed.js';
 import { createTestDatabase, describeEachBackend, postgresUrl, tempDir } from '../helpers/stores.js';
 
 describeEachBackend('store', (backend) => {
@@ -105,7 +105,7 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
     try {
       await migrate(db);
       const quota = new QuotaTracker();
-      const budgets = new BudgetMonitor(db, pino({ level: 'silent' }), { intervalMs: 50 });
+      const budgets = new BudgetMonitor(db, silentLogger, { intervalMs: 50 });
       for (let i = 0; i < 3; i++) {
         await quota.refresh(db);
         await budgets.refresh();
