@@ -40,18 +40,20 @@ describeEachBackend('retention', (backend) => {
     await events(downgraded, [1, 8, 60]);
     const day = (n: number) => new Date(now - n * DAY).toISOString().slice(0, 10);
     await db.query(`INSERT INTO usage_daily (account_id, day, provider, model, requests) VALUES ($1, $2, 'openai', 'm', 1), ($1, $3, 'openai', 'm', 1)`,
-      [free, day(30), day(420)]);
+      [free, day(30), day(450)]);
 
     // Claims of batch results go with the rollups: the 30-day-old one outlives its raw events.
     await db.query(`INSERT INTO usage_claims (account_id, claim, event_id, claimed_at) VALUES ($1, 'openai:file-a:m', $2, $3), ($1, 'openai:file-b:m', $4, $5)`,
-      [free, randomUUID(), new Date(now - 30 * DAY), randomUUID(), new Date(now - 420 * DAY)]);
+      [free, randomUUID(), new Date(now - 30 * DAY), randomUUID(), new Date(now - 450 * DAY)]);
 
     const result = await runRetention(db, { batch: 2, now });
     expect(result).toEqual({ rawEvents: 6, rollupRows: 1, claims: 1 });
     expect(await ages(free)).toEqual([1, 6]);
     expect(await ages(pro)).toEqual([1, 8, 89]);
     expect(await ages(downgraded)).toEqual([1, 8, 60]); // the free plan is 2 days old for it
-    // A month-old day survives in the rollups though its raw events are gone; 14 months does not.
+    // A month-old day survives in the rollups though its raw events are gone; 450 days does not.
+    // (The free plan keeps 13 months before the current one: their first day is at most 428
+    // days back, so 420 days can land on it, as it does on 25 November.)
     expect(await db.query(`SELECT day FROM usage_daily WHERE account_id = $1`, [free])).toEqual([{ day: day(30) }]);
     expect(await db.query(`SELECT claim FROM usage_claims WHERE account_id = $1`, [free])).toEqual([{ claim: 'openai:file-a:m' }]);
     expect(await runRetention(db, { batch: 2, now })).toEqual({ rawEvents: 0, rollupRows: 0, claims: 0 });
