@@ -84,8 +84,8 @@ describeEachBackend('batch results downloaded through the daemon with the offici
   }
   async function spend(provider: string) {
     return daemon.store.query<{ model: string; spend: string; requests: number }>(
-      `SELECT model, spend::text AS spend, requests::int AS requests FROM usage_daily
-        WHERE provider = $1 AND model <> 'unknown' ORDER BY model`, [provider]);
+      `SELECT model, sum(spend)::text AS spend, sum(requests)::int AS requests FROM usage_daily
+        WHERE provider = $1 AND model <> 'unknown' GROUP BY model ORDER BY model`, [provider]); // a run may span midnight
   }
 
   it('Anthropic: client.messages.batches.results() twice, one charge per model', async () => {

@@ -6,7 +6,13 @@ import { checkParams, TOP_STATEMENTS } from '../../src/top/statements.js';
 import { makeEvent, seedEvents } from '../analytics/helpers/seed.js';
 import { describeEachBackend } from '../helpers/stores.js';
 
-const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000).toISOString();
+/** m minutes ago, but not before this month began: the month's figures count calls by when they
+ *  began, and in a month's first minutes "2 minutes ago" is last month. (The window and the
+ *  tail go by when calls were recorded: now, either way.) */
+const minutesAgo = (m: number) => {
+  const now = new Date();
+  return new Date(Math.max(now.getTime() - m * 60_000, Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1))).toISOString();
+};
 
 describeEachBackend('meter top data', (backend) => {
   let db: Db;
