@@ -42,6 +42,14 @@ const ready = PGlite.create({
   startParams,
 });
 
+// PGlite's file system (Emscripten's) throws ErrnoError objects with no message, only a WASI
+// errno: named here, with the directory, so that the user sees more than [object Object].
+const WASI_ERRNO = { 2: 'EACCES', 20: 'EEXIST', 29: 'EIO', 31: 'EISDIR', 44: 'ENOENT', 51: 'ENOSPC', 54: 'ENOTDIR', 55: 'ENOTEMPTY', 63: 'EPERM', 69: 'EROFS' };
+const describe = (err) =>
+  typeof err?.message === 'string' && err.message ? err.message
+  : err?.name === 'ErrnoError' ? `the embedded store's files in ${dataDir ?? 'memory'} could not be used: ${WASI_ERRNO[err.errno] ?? `errno ${err.errno}`}`
+  : String(err);
+
 // A named statement (the writer's batch) is prepared once and run with EXECUTE: parsing and
 // planning it cost PGlite more than running it on a small batch. PGlite's API has no named
 // statements and EXECUTE takes no bind parameters, so its arguments go as quoted literals
@@ -89,7 +97,7 @@ parentPort.on('message', async (req) => {
       reply = { id: req.id };
     }
   } catch (err) {
-    reply = { id: req.id, error: { message: err?.message ?? String(err), code: err?.code } };
+    reply = { id: req.id, error: { message: describe(err), code: err?.code } };
   }
   parentPort.postMessage(reply);
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Two processes on one PGlite directory silently lose data, so the embedded store is
@@ -23,9 +23,11 @@ export class StoreLockedError extends Error {
 
 export const lockPath = (dataDir: string) => join(dataDir, 'meter.lock');
 
-export function readLock(dataDir: string): LockInfo | undefined {
+export const readLock = (dataDir: string): LockInfo | undefined => readLockFile(lockPath(dataDir));
+
+function readLockFile(path: string): LockInfo | undefined {
   try {
-    const info = JSON.parse(readFileSync(lockPath(dataDir), 'utf8')) as LockInfo;
+    const info = JSON.parse(readFileSync(path, 'utf8')) as LockInfo;
     return Number.isInteger(info.pid) ? info : undefined;
   } catch {
     return undefined;
@@ -42,28 +44,67 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** A live process other than this one: a lock it holds is not stale. */
+const heldByOther = (owner: LockInfo | undefined): owner is LockInfo => !!owner && owner.pid !== process.pid && alive(owner.pid);
+
+/** Creates the lock file with its content in one step, or returns false if it exists. A file
+ *  created empty and written after ('wx') would show another taker an unreadable lock in
+ *  between, which it takes for stale: two processes would hold the store. */
+function create(path: string, info: LockInfo): boolean {
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(tmp, JSON.stringify(info), { mode: 0o600 });
+  try {
+    linkSync(tmp, path);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw err;
+    // A file system without hard links: exclusive create, with the window above.
+    return createExclusive(path, info);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+function createExclusive(path: string, info: LockInfo): boolean {
+  try {
+    writeFileSync(path, JSON.stringify(info), { flag: 'wx', mode: 0o600 });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
 /** Takes the lock or throws StoreLockedError; a stale lock from a dead process is taken over. */
 export function acquireLock(dataDir: string): { update(info: Partial<LockInfo>): void; release(): void } {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = lockPath(dataDir);
   let info: LockInfo = { pid: process.pid };
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0; !create(path, info); attempt++) {
+    const owner = readLockFile(path);
+    if (heldByOther(owner)) throw new StoreLockedError(dataDir, owner);
+    if (attempt > 3) throw new Error(`could not take the lock file ${path}: it keeps coming back`);
+    // Stale (or unreadable) lock: move it aside atomically so two takers cannot both win. A
+    // faster taker may have replaced it in between: what moved is then live, and goes back.
+    const aside = `${path}.${randomBytes(4).toString('hex')}`;
     try {
-      writeFileSync(path, JSON.stringify(info), { flag: 'wx', mode: 0o600 });
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 3) throw err;
-      const owner = readLock(dataDir);
-      if (owner && owner.pid !== process.pid && alive(owner.pid)) throw new StoreLockedError(dataDir, owner);
-      // Stale (or unreadable) lock: move it aside atomically so two takers cannot both win.
-      const aside = `${path}.${randomBytes(4).toString('hex')}`;
-      try {
-        renameSync(path, aside);
-        rmSync(aside, { force: true });
-      } catch {
-        /* another process took it over first; loop and look again */
-      }
+      renameSync(path, aside);
+    } catch {
+      continue; // another process moved it first; look again
     }
+    const moved = readLockFile(aside);
+    if (heldByOther(moved)) {
+      try {
+        linkSync(aside, path);
+      } catch {
+        /* a third taker is in already */
+      }
+      rmSync(aside, { force: true });
+      throw new StoreLockedError(dataDir, moved);
+    }
+    rmSync(aside, { force: true });
   }
   const write = () => {
     const tmp = `${path}.${process.pid}.tmp`;

@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BudgetMonitor } from '../../src/budget/monitor.js';
 import { QuotaTracker } from '../../src/plans/quota.js';
@@ -182,6 +183,14 @@ describe('embedded store lock', () => {
     expect((err as Error).message).toMatch(new RegExp(`in use by process ${process.ppid}.*METER_DATA_DIR`));
     writeFileSync(lockPath(dir), JSON.stringify({ pid: process.pid }));
     await first.close();
+    expect(readLock(dir)).toBeUndefined();
+  });
+
+  it('names the file system error and the directory when PGlite cannot use it, and frees the lock', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'pgdata'), 'a file where the data directory goes');
+    const err = (await openEmbedded(dir).catch((e: unknown) => e)) as Error;
+    expect(err.message).toBe(`the embedded store's files in ${join(dir, 'pgdata')} could not be used: ENOTDIR`);
     expect(readLock(dir)).toBeUndefined();
   });
 
