@@ -38,9 +38,13 @@ const ENGINE = hasFlag('engine');
 const TIMESCALE = ENGINE || hasFlag('timescale');
 /** The test engine in a child process; its URL and how to stop it. */
 async function startEngine(): Promise<{ url: string; stop(): void }> {
-  const child = fork(fileURLToPath(new URL('../test/helpers/timescale-engine.mjs', import.meta.url)), { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL('../test/helpers/timescale-engine.mjs', import.meta.url)), {
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   const reply = (pred: (m: { ready?: boolean; id?: number; port?: number }) => boolean) =>
-    new Promise<{ port?: number }>((resolve) => child.on('message', (m: { ready?: boolean; id?: number; port?: number }) => pred(m) && resolve(m)));
+    new Promise<{ port?: number }>((resolve) =>
+      child.on('message', (m: { ready?: boolean; id?: number; port?: number }) => pred(m) && resolve(m)),
+    );
   await reply((m) => m.ready === true);
   child.send({ op: 'open', id: 1 });
   const { port } = await reply((m) => m.id === 1);
@@ -69,14 +73,22 @@ async function main(): Promise<void> {
     const [sizes] = await db.query<{ events: string; daily: string; tags: string; size: string }>(`SELECT
       (SELECT count(*) FROM usage_events) AS events, (SELECT count(*) FROM usage_daily) AS daily,
       (SELECT count(*) FROM usage_tag_daily) AS tags, pg_size_pretty(pg_database_size(current_database())) AS size`);
-    log(`mode: ${db.kind}${TIMESCALE ? ` (TimescaleDB ${(await db.query<{ v: string }>(`SELECT extversion AS v FROM pg_extension WHERE extname = 'timescaledb'`))[0]?.v})` : ''}`);
+    log(
+      `mode: ${db.kind}${TIMESCALE ? ` (TimescaleDB ${(await db.query<{ v: string }>(`SELECT extversion AS v FROM pg_extension WHERE extname = 'timescaledb'`))[0]?.v})` : ''}`,
+    );
     log(`seeded in ${((performance.now() - started) / 1000).toFixed(0)} s: ${JSON.stringify(sizes)}`);
 
     // Bench only: one fixed key for the heavy account.
-    const principal: Principal = { keyId: 'bench0000000', accountId: accounts[0]!, accountName: 'bench-0', plan: 'pro' };
+    const principal: Principal = {
+      keyId: 'bench0000000',
+      accountId: accounts[0]!,
+      accountName: 'bench-0',
+      plan: 'pro',
+    };
     const key = `mk_bench0000000_${randomBytes(16).toString('hex')}`;
     const auth: Authenticator = { authenticate: (h) => (h.authorization === `Bearer ${key}` ? principal : undefined) };
-    const handler = createAnalytics({ store: db, authenticator: auth, retentionVisibility: db.kind === 'timescale' }).routes!['/analytics/']!;
+    const handler = createAnalytics({ store: db, authenticator: auth, retentionVisibility: db.kind === 'timescale' })
+      .routes!['/analytics/']!;
     server = createServer((req, res) => void handler(req, res));
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -91,7 +103,11 @@ async function main(): Promise<void> {
     const cursors: string[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 40; i++) {
-      cursor = (JSON.parse(await get(`/analytics/events?limit=500${cursor ? `&cursor=${cursor}` : ''}`)) as { next_cursor: string | null }).next_cursor;
+      cursor = (
+        JSON.parse(await get(`/analytics/events?limit=500${cursor ? `&cursor=${cursor}` : ''}`)) as {
+          next_cursor: string | null;
+        }
+      ).next_cursor;
       if (!cursor) break;
       cursors.push(cursor);
     }
@@ -109,10 +125,13 @@ async function main(): Promise<void> {
       ['events?tag=team:t3', () => '/analytics/events?tag=team:t3'],
       ['events?tag=feature:f10 (0.6% of calls)', () => '/analytics/events?tag=feature:f10'],
       ['events?tag=feature:f9 (other accounts only)', () => '/analytics/events?tag=feature:f9'],
-      ['events?from=…&to=… (one day)', () => {
-        const day = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
-        return `/analytics/events?from=${day}&to=${day}T23:59:59Z`;
-      }],
+      [
+        'events?from=…&to=… (one day)',
+        () => {
+          const day = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+          return `/analytics/events?from=${day}&to=${day}T23:59:59Z`;
+        },
+      ],
     ];
     const results: { endpoint: string; p50: string; p99: string; max: string }[] = [];
     for (const [name, path] of endpoints) {
@@ -125,11 +144,18 @@ async function main(): Promise<void> {
       }
       times.sort((a, b) => a - b);
       const ms = (v: number) => v.toFixed(2);
-      results.push({ endpoint: name, p50: ms(percentile(times, 50)), p99: ms(percentile(times, 99)), max: ms(times[times.length - 1]!) });
+      results.push({
+        endpoint: name,
+        p50: ms(percentile(times, 50)),
+        p99: ms(percentile(times, 99)),
+        max: ms(times[times.length - 1]!),
+      });
       log(`${name}: p50 ${ms(percentile(times, 50))} ms`);
     }
-    console.log(`\nanalytics on ${ENGINE ? 'the TimescaleDB test engine (WASM)' : TIMESCALE ? 'TimescaleDB' : 'PostgreSQL'}, ${EVENTS.toLocaleString('en')} events (${sizes!.daily} daily rows, ${sizes!.tags} tag rows, ${sizes!.size}); `
-      + `heavy account holds half; ${REQUESTS} sequential requests each over HTTP (ms)\n`);
+    console.log(
+      `\nanalytics on ${ENGINE ? 'the TimescaleDB test engine (WASM)' : TIMESCALE ? 'TimescaleDB' : 'PostgreSQL'}, ${EVENTS.toLocaleString('en')} events (${sizes!.daily} daily rows, ${sizes!.tags} tag rows, ${sizes!.size}); ` +
+        `heavy account holds half; ${REQUESTS} sequential requests each over HTTP (ms)\n`,
+    );
     console.table(results);
   } finally {
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));

@@ -21,5 +21,7 @@ const server = createServer((req, res) => {
   });
 });
 server.keepAliveTimeout = 60_000;
-server.listen(0, '127.0.0.1', () => process.stdout.write(`mock listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
+server.listen(0, '127.0.0.1', () =>
+  process.stdout.write(`mock listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`),
+);
 process.once('SIGTERM', () => process.exit(0));

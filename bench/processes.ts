@@ -24,7 +24,8 @@ export async function spawnService(args: string[], env: NodeJS.ProcessEnv, cwd: 
   const service: Service = { child, url };
   // A service that dies mid-run says so (else the run fails on a closed socket, naming nothing).
   child.once('exit', (code, signal) => {
-    if (!service.stopping) process.stderr.write(`${args.join(' ')} exited during the run (${signal ?? `code ${code}`})\n`);
+    if (!service.stopping)
+      process.stderr.write(`${args.join(' ')} exited during the run (${signal ?? `code ${code}`})\n`);
   });
   return service;
 }

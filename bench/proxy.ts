@@ -55,7 +55,12 @@ interface Target {
 
 async function chat(t: Target): Promise<number> {
   const t0 = process.hrtime.bigint();
-  const res = await t.pool.request({ method: 'POST', path: t.path('chat/completions'), headers: t.headers, body: CHAT_BODY });
+  const res = await t.pool.request({
+    method: 'POST',
+    path: t.path('chat/completions'),
+    headers: t.headers,
+    body: CHAT_BODY,
+  });
   await res.body.dump();
   if (res.statusCode !== 200) throw new Error(`${t.name}: status ${res.statusCode}`);
   return Number(process.hrtime.bigint() - t0) / 1e6;
@@ -90,7 +95,9 @@ async function interleaved(targets: Target[], n: number, fn: (t: Target) => Prom
       lat.get(t.name)!.push(await fn(t));
     }
   }
-  const cpu = new Map(targets.map((t) => [t.name, t.service ? (cpuMicros(t.service.child.pid!) - cpu0.get(t.name)!) / n : 0]));
+  const cpu = new Map(
+    targets.map((t) => [t.name, t.service ? (cpuMicros(t.service.child.pid!) - cpu0.get(t.name)!) / n : 0]),
+  );
   return { lat, cpu, seconds: (performance.now() - t0) / 1000 };
 }
 
@@ -99,7 +106,9 @@ async function interleaved(targets: Target[], n: number, fn: (t: Target) => Prom
 async function idleRates(targets: Target[], seconds = 5): Promise<Map<Name, number>> {
   const cpu0 = new Map(targets.map((t) => [t.name, t.service ? cpuMicros(t.service.child.pid!) : 0]));
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
-  return new Map(targets.map((t) => [t.name, t.service ? (cpuMicros(t.service.child.pid!) - cpu0.get(t.name)!) / seconds : 0]));
+  return new Map(
+    targets.map((t) => [t.name, t.service ? (cpuMicros(t.service.child.pid!) - cpu0.get(t.name)!) / seconds : 0]),
+  );
 }
 
 /** Concurrency 64 for `seconds`: req/s and the peak RSS of the process behind the target. */
@@ -116,12 +125,14 @@ async function loaded(t: Target, seconds: number, onRss?: (mb: number) => void) 
   const t0 = performance.now();
   const until = t0 + seconds * 1000;
   try {
-    await Promise.all(Array.from({ length: 64 }, async () => {
-      while (performance.now() < until) {
-        await chat(t);
-        count++;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (performance.now() < until) {
+          await chat(t);
+          count++;
+        }
+      }),
+    );
   } finally {
     clearInterval(sampler);
   }
@@ -130,8 +141,14 @@ async function loaded(t: Target, seconds: number, onRss?: (mb: number) => void) 
 }
 
 interface Round {
-  c1p50: Map<Name, number>; c1p99: Map<Name, number>; fb50: Map<Name, number>; fb99: Map<Name, number>;
-  cpu: Map<Name, number>; idleCpu: Map<Name, number>; rps: Map<Name, number>; rss: Map<Name, number>;
+  c1p50: Map<Name, number>;
+  c1p99: Map<Name, number>;
+  fb50: Map<Name, number>;
+  fb99: Map<Name, number>;
+  cpu: Map<Name, number>;
+  idleCpu: Map<Name, number>;
+  rps: Map<Name, number>;
+  rss: Map<Name, number>;
 }
 
 async function round(targets: Target[], r: number, idle: Map<Name, number>): Promise<Round> {
@@ -154,39 +171,82 @@ async function round(targets: Target[], r: number, idle: Map<Name, number>): Pro
   };
   // The idle rate over the phase's time, per call: what the process would have spent with none.
   const idleCpu = new Map(targets.map((t) => [t.name, (idle.get(t.name)! * c1.seconds) / C1_REQUESTS]));
-  return { c1p50: added(c1.lat, 50), c1p99: added(c1.lat, 99), fb50: added(fb.lat, 50), fb99: added(fb.lat, 99), cpu: c1.cpu, idleCpu, rps, rss };
+  return {
+    c1p50: added(c1.lat, 50),
+    c1p99: added(c1.lat, 99),
+    fb50: added(fb.lat, 50),
+    fb99: added(fb.lat, 99),
+    cpu: c1.cpu,
+    idleCpu,
+    rps,
+    rss,
+  };
 }
 
 /** The table of DESIGN.md's targets: medians over the rounds, ratio = meter / floor per round, then the median. */
 function table(rounds: Round[], names: Name[], store: string): string {
   const med = (pick: (r: Round) => Map<Name, number>, n: Name) => median(rounds.map((r) => pick(r).get(n)!));
-  const ratio = (pick: (r: Round) => Map<Name, number>) => median(rounds.map((r) => pick(r).get('meter')! / pick(r).get('floor')!));
+  const ratio = (pick: (r: Round) => Map<Name, number>) =>
+    median(rounds.map((r) => pick(r).get('meter')! / pick(r).get('floor')!));
   const proxies = names.filter((n) => n !== 'direct');
   const head = { floor: 'bare pass-through', bare: 'proxy alone', meter: 'meter', direct: 'direct' };
   const rows: string[] = [
     `| ${['', ...proxies.map((n) => head[n]), 'ratio', 'target'].join(' | ')} |`,
-    `|${Array(proxies.length + 3).fill('---').join('|')}|`,
+    `|${Array(proxies.length + 3)
+      .fill('---')
+      .join('|')}|`,
   ];
-  const ms = (v: number) => `${v < 0 ? "" : "+"}${v.toFixed(3)} ms`;
-  const line = (label: string, pick: (r: Round) => Map<Name, number>, fmt: (v: number) => string, target: string | undefined) =>
-    rows.push(`| ${[label, ...proxies.map((n) => fmt(med(pick, n))), target === undefined ? '' : `${ratio(pick).toFixed(2)}×`, target ?? ''].join(' | ')} |`);
+  const ms = (v: number) => `${v < 0 ? '' : '+'}${v.toFixed(3)} ms`;
+  const line = (
+    label: string,
+    pick: (r: Round) => Map<Name, number>,
+    fmt: (v: number) => string,
+    target: string | undefined,
+  ) =>
+    rows.push(
+      `| ${[label, ...proxies.map((n) => fmt(med(pick, n))), target === undefined ? '' : `${ratio(pick).toFixed(2)}×`, target ?? ''].join(' | ')} |`,
+    );
   line('added non-stream p50, c=1', (r) => r.c1p50, ms, '≤ 1.3×');
   line('added non-stream p99, c=1', (r) => r.c1p99, ms, '≤ 1.5×');
   line('added stream first byte p50, c=1', (r) => r.fb50, ms, '≤ 1.3×');
   line('added stream first byte p99, c=1', (r) => r.fb99, ms, '');
-  line('CPU per call, c=1', (r) => r.cpu, (v) => `${v.toFixed(0)} µs`, '≤ 1.3×');
-  line('… of it idle work (idle CPU/s × phase time ÷ calls)', (r) => r.idleCpu, (v) => `${v.toFixed(0)} µs`, undefined);
-  line('req/s, c=64', (r) => r.rps, (v) => v.toFixed(0), '≥ 0.95×');
-  line('peak RSS under load', (r) => r.rss, (v) => `${v.toFixed(0)} MB`, store === 'PostgreSQL' ? 'meter ≤ 150 MB' : 'meter ≤ 250 MB');
+  line(
+    'CPU per call, c=1',
+    (r) => r.cpu,
+    (v) => `${v.toFixed(0)} µs`,
+    '≤ 1.3×',
+  );
+  line(
+    '… of it idle work (idle CPU/s × phase time ÷ calls)',
+    (r) => r.idleCpu,
+    (v) => `${v.toFixed(0)} µs`,
+    undefined,
+  );
+  line(
+    'req/s, c=64',
+    (r) => r.rps,
+    (v) => v.toFixed(0),
+    '≥ 0.95×',
+  );
+  line(
+    'peak RSS under load',
+    (r) => r.rss,
+    (v) => `${v.toFixed(0)} MB`,
+    store === 'PostgreSQL' ? 'meter ≤ 150 MB' : 'meter ≤ 250 MB',
+  );
   const direct = (pick: (r: Round) => Map<Name, number>) => med(pick, 'direct').toFixed(3);
-  rows.push('', `direct call (the baseline): p50 ${direct((r) => r.c1p50)} ms, p99 ${direct((r) => r.c1p99)} ms; first byte p50 ${direct((r) => r.fb50)} ms; ${med((r) => r.rps, 'direct').toFixed(0)} req/s at c=64`);
+  rows.push(
+    '',
+    `direct call (the baseline): p50 ${direct((r) => r.c1p50)} ms, p99 ${direct((r) => r.c1p99)} ms; first byte p50 ${direct((r) => r.fb50)} ms; ${med((r) => r.rps, 'direct').toFixed(0)} req/s at c=64`,
+  );
   return rows.join('\n');
 }
 
 async function main(): Promise<void> {
   // The proxy alone checks keys in its own store: on the embedded store that is another data
   // directory, which has none of the bench's keys.
-  if (WITH_BARE && !DATABASE_URL) throw new Error('--bare needs BENCH_DATABASE_URL (the proxy alone and meter must share one store for the key)');
+  if (WITH_BARE && !DATABASE_URL)
+    throw new Error('--bare needs BENCH_DATABASE_URL (the proxy alone and meter must share one store for the key)');
   const dataDir = mkdtempSync(join(tmpdir(), 'meter-bench-'));
   const services: Service[] = [];
   const pools: Pool[] = [];
@@ -194,7 +254,9 @@ async function main(): Promise<void> {
     // A key in the store before the daemon opens it; Pro's rate limit lifted out of the way
     // (the check itself still runs on every call).
     const store = await openStore({ databaseUrl: DATABASE_URL, dataDir });
-    await store.query(`UPDATE plans SET rate_limit_per_minute = 1000000000, monthly_call_quota = NULL WHERE name = 'pro'`);
+    await store.query(
+      `UPDATE plans SET rate_limit_per_minute = 1000000000, monthly_call_quota = NULL WHERE name = 'pro'`,
+    );
     const account = `bench-${Date.now()}`;
     await createAccount(store, account, 'pro');
     const { key } = await createKey(store, account, 'bench');
@@ -203,8 +265,13 @@ async function main(): Promise<void> {
     const mock = await spawnService([dist('bench/mock-provider.js')], process.env, packageRoot);
     services.push(mock);
     const env = {
-      ...process.env, METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: DATABASE_URL ?? '',
-      METER_UPSTREAM_OPENAI: `${mock.url}/v1`, METER_LOG_LEVEL: 'warn',
+      ...process.env,
+      METER_PORT: '0',
+      METER_HOST: '127.0.0.1',
+      METER_DATA_DIR: dataDir,
+      DATABASE_URL: DATABASE_URL ?? '',
+      METER_UPSTREAM_OPENAI: `${mock.url}/v1`,
+      METER_LOG_LEVEL: 'warn',
     };
     const extra = process.env.BENCH_DAEMON_ARGS?.split(' ').filter(Boolean) ?? [];
     log('starting the bare pass-through and meter…');
@@ -212,7 +279,13 @@ async function main(): Promise<void> {
     services.push(floor);
     const meter = await spawnService([...extra, dist('cli/main.js'), 'start'], env, packageRoot);
     services.push(meter);
-    const bare = WITH_BARE ? await spawnService([dist('bench/proxy-daemon.js')], { ...env, METER_DATA_DIR: join(dataDir, 'bare') }, packageRoot) : undefined;
+    const bare = WITH_BARE
+      ? await spawnService(
+          [dist('bench/proxy-daemon.js')],
+          { ...env, METER_DATA_DIR: join(dataDir, 'bare') },
+          packageRoot,
+        )
+      : undefined;
     if (bare) services.push(bare);
 
     const pool = (url: string) => {
@@ -221,8 +294,18 @@ async function main(): Promise<void> {
       return p;
     };
     const provider = { 'content-type': 'application/json', authorization: 'Bearer sk-provider' };
-    const viaKey = { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-provider-authorization': 'Bearer sk-provider' };
-    const proxied = (name: Name, s: Service): Target => ({ name, pool: pool(s.url), path: (p) => `/proxy/openai/${p}`, headers: viaKey, service: s });
+    const viaKey = {
+      'content-type': 'application/json',
+      authorization: `Bearer ${key}`,
+      'x-provider-authorization': 'Bearer sk-provider',
+    };
+    const proxied = (name: Name, s: Service): Target => ({
+      name,
+      pool: pool(s.url),
+      path: (p) => `/proxy/openai/${p}`,
+      headers: viaKey,
+      service: s,
+    });
     const targets: Target[] = [
       { name: 'direct', pool: pool(mock.url), path: (p) => `/v1/${p}`, headers: provider },
       proxied('floor', floor),
@@ -239,10 +322,24 @@ async function main(): Promise<void> {
     const rounds: Round[] = [];
     for (let r = 1; r <= ROUNDS; r++) {
       rounds.push(await round(targets, r, idle));
-      process.stderr.write(`${table(rounds.slice(-1), targets.map((t) => t.name), storeName)}\n`);
+      process.stderr.write(
+        `${table(
+          rounds.slice(-1),
+          targets.map((t) => t.name),
+          storeName,
+        )}\n`,
+      );
     }
-    process.stdout.write(`\nmeter proxy bench, ${ROUNDS} rounds (medians), meter on ${storeName}; node ${process.version}, mock provider on loopback\n`);
-    process.stdout.write(`${table(rounds, targets.map((t) => t.name), storeName)}\n`);
+    process.stdout.write(
+      `\nmeter proxy bench, ${ROUNDS} rounds (medians), meter on ${storeName}; node ${process.version}, mock provider on loopback\n`,
+    );
+    process.stdout.write(
+      `${table(
+        rounds,
+        targets.map((t) => t.name),
+        storeName,
+      )}\n`,
+    );
 
     if (SOAK_SECONDS > 0) {
       log(`soak: concurrency 64 on meter for ${SOAK_SECONDS} s…`);
@@ -253,7 +350,9 @@ async function main(): Promise<void> {
         const minute = Math.floor((performance.now() - t0) / 60_000);
         perMinute[minute] = Math.max(perMinute[minute] ?? 0, mb);
       });
-      process.stdout.write(`soak at c=64 for ${SOAK_SECONDS} s: ${soak.rps.toFixed(0)} req/s; peak RSS per minute: ${perMinute.map((mb, i) => `${i + 1} min ${mb.toFixed(0)} MB`).join(', ')}\n`);
+      process.stdout.write(
+        `soak at c=64 for ${SOAK_SECONDS} s: ${soak.rps.toFixed(0)} req/s; peak RSS per minute: ${perMinute.map((mb, i) => `${i + 1} min ${mb.toFixed(0)} MB`).join(', ')}\n`,
+      );
     }
   } finally {
     await Promise.all(pools.map((p) => p.close()));

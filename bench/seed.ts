@@ -16,7 +16,8 @@ import type { Db } from '../src/store/types.js';
 
 const ACCOUNTS = 20;
 const CHUNK = 500_000;
-export const baseUrl = process.env.BENCH_DATABASE_URL ?? process.env.METER_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+export const baseUrl =
+  process.env.BENCH_DATABASE_URL ?? process.env.METER_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 
 export const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 
@@ -31,8 +32,14 @@ export async function admin(sql: string): Promise<void> {
 }
 
 export const MODELS: [string, string][] = [
-  ['openai', 'gpt-4o'], ['openai', 'gpt-4o-mini'], ['anthropic', 'claude-sonnet-4'], ['anthropic', 'claude-haiku-4'],
-  ['groq', 'llama-3.3-70b'], ['gemini', 'gemini-2.5-flash'], ['mistral', 'mistral-large'], ['deepseek', 'deepseek-chat'],
+  ['openai', 'gpt-4o'],
+  ['openai', 'gpt-4o-mini'],
+  ['anthropic', 'claude-sonnet-4'],
+  ['anthropic', 'claude-haiku-4'],
+  ['groq', 'llama-3.3-70b'],
+  ['gemini', 'gemini-2.5-flash'],
+  ['mistral', 'mistral-large'],
+  ['deepseek', 'deepseek-chat'],
 ];
 
 /** Events g in [lo, hi): even g to the heavy account, the rest round-robin; times spread over
@@ -65,10 +72,16 @@ FROM usage_events e CROSS JOIN LATERAL jsonb_each_text(e.tags) AS t(key, value) 
 
 /** Seeds `events` events over the last 90 days and their rollups (continuous aggregates in
  *  TimescaleDB mode); `extra` adds more events before the rollups and indexes are built. */
-export async function seed(db: Db, events: number, opts: { timescale?: boolean; extra?: (accounts: string[]) => Promise<void> } = {}): Promise<string[]> {
+export async function seed(
+  db: Db,
+  events: number,
+  opts: { timescale?: boolean; extra?: (accounts: string[]) => Promise<void> } = {},
+): Promise<string[]> {
   const accounts: string[] = [];
   for (let i = 0; i < ACCOUNTS; i++) {
-    const [row] = await db.query<{ id: string }>(`INSERT INTO accounts (name, plan) VALUES ($1, 'pro') RETURNING id`, [`bench-${i}`]);
+    const [row] = await db.query<{ id: string }>(`INSERT INTO accounts (name, plan) VALUES ($1, 'pro') RETURNING id`, [
+      `bench-${i}`,
+    ]);
     accounts.push(row!.id);
   }
   // Loading without the secondary indexes and building them afterwards is several times faster.
@@ -104,7 +117,6 @@ export async function seed(db: Db, events: number, opts: { timescale?: boolean; 
   await db.exec('VACUUM ANALYZE');
   return accounts;
 }
-
 
 /** A fresh database next to baseUrl; returns its name and URL. */
 export async function createBenchDatabase(): Promise<{ name: string; url: string }> {

@@ -20,7 +20,14 @@ async function timeStart(dataDir: string): Promise<{ ms: number; rss: number }> 
   const port = await freePort();
   const t0 = performance.now();
   const child = spawn(process.execPath, [join(packageRoot, 'dist/cli/main.js'), 'start'], {
-    env: { ...process.env, METER_PORT: String(port), METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: '', METER_LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      METER_PORT: String(port),
+      METER_HOST: '127.0.0.1',
+      METER_DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      METER_LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   let exited = false;
@@ -60,7 +67,9 @@ export async function measureStartup(runs: number, log: (msg: string) => void = 
     try {
       const a = await timeStart(dir);
       const b = await timeStart(dir);
-      log(`start-up ${i + 1}/${runs}: new data dir ${a.ms.toFixed(0)} ms, existing ${b.ms.toFixed(0)} ms (RSS at ready ${b.rss.toFixed(0)} MB)`);
+      log(
+        `start-up ${i + 1}/${runs}: new data dir ${a.ms.toFixed(0)} ms, existing ${b.ms.toFixed(0)} ms (RSS at ready ${b.rss.toFixed(0)} MB)`,
+      );
       out.fresh.push(a.ms);
       out.existing.push(b.ms);
       out.rss.push(b.rss);
@@ -72,7 +81,8 @@ export async function measureStartup(runs: number, log: (msg: string) => void = 
 }
 
 export function startupRows(r: StartupResult): string[] {
-  const s = (xs: number[]) => `median ${(median(xs) / 1000).toFixed(2)} s (${xs.map((x) => (x / 1000).toFixed(2)).join(', ')})`;
+  const s = (xs: number[]) =>
+    `median ${(median(xs) / 1000).toFixed(2)} s (${xs.map((x) => (x / 1000).toFixed(2)).join(', ')})`;
   return [
     `meter start → /readyz 200, embedded store, new data dir:      ${s(r.fresh)}   target ≤ 3 s`,
     `meter start → /readyz 200, embedded store, existing data dir: ${s(r.existing)}   target ≤ 1.5 s`,

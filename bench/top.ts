@@ -54,7 +54,10 @@ async function main(): Promise<void> {
     await migrate(db);
     log(`seeding ${EVENTS.toLocaleString('en')} events + the last hour at ${RATE}/s into ${name}`);
     const accounts = await seed(db, EVENTS, {
-      extra: (ids) => db.query(RECENT_SQL, [ids[0], MODELS.map((m) => m[0]), MODELS.map((m) => m[1]), RATE * 3600, RATE]).then(() => {}),
+      extra: (ids) =>
+        db
+          .query(RECENT_SQL, [ids[0], MODELS.map((m) => m[0]), MODELS.map((m) => m[1]), RATE * 3600, RATE])
+          .then(() => {}),
     });
     const heavy = accounts[0]!;
     const [{ n } = { n: '?' }] = await db.query<{ n: string }>('SELECT count(*) AS n FROM usage_events');
@@ -67,13 +70,34 @@ async function main(): Promise<void> {
       while (writing) {
         const t0 = performance.now();
         const now = new Date().toISOString();
-        const batch: UsageEvent[] = Array.from({ length: RATE / 10 }, (_, i) => ({
-          id: randomUUID(), time: now, accountId: heavy, keyId: 'bench0000000', provider: 'openai', model: MODELS[i % 2]![1],
-          requestedModel: null, status: i % 50 === 0 ? 500 : 200, inputTokens: 1000, outputTokens: 200, cachedInputTokens: 0,
-          cacheWriteTokens: 0, reasoningTokens: 0, cost: '0.00123456', unpriced: false, priceVersion: 'bench',
-          usageSource: 'provider', latencyMs: 300 + i * 10, ttfbMs: 50, stream: false, tags: { team: `t${i % 13}` },
-          providerCostTicks: null,
-        } as UsageEvent));
+        const batch: UsageEvent[] = Array.from(
+          { length: RATE / 10 },
+          (_, i) =>
+            ({
+              id: randomUUID(),
+              time: now,
+              accountId: heavy,
+              keyId: 'bench0000000',
+              provider: 'openai',
+              model: MODELS[i % 2]![1],
+              requestedModel: null,
+              status: i % 50 === 0 ? 500 : 200,
+              inputTokens: 1000,
+              outputTokens: 200,
+              cachedInputTokens: 0,
+              cacheWriteTokens: 0,
+              reasoningTokens: 0,
+              cost: '0.00123456',
+              unpriced: false,
+              priceVersion: 'bench',
+              usageSource: 'provider',
+              latencyMs: 300 + i * 10,
+              ttfbMs: 50,
+              stream: false,
+              tags: { team: `t${i % 13}` },
+              providerCostTicks: null,
+            }) as UsageEvent,
+        );
         await insertBatch(db, batch);
         written += batch.length;
         await new Promise((r) => setTimeout(r, Math.max(0, 100 - (performance.now() - t0))));
@@ -82,12 +106,26 @@ async function main(): Promise<void> {
 
     // The built CLI, live in a pseudo-terminal; `exec` makes the pane's process meter top itself.
     await tmux('kill-server').catch(() => {});
-    await tmux('new-session', '-d', '-s', 'top', '-x', '80', '-y', '24', '-c', packageRoot,
-      `exec env DATABASE_URL='${url}' METER_LOG_LEVEL=silent node dist/cli/main.js top --account bench-0`);
+    await tmux(
+      'new-session',
+      '-d',
+      '-s',
+      'top',
+      '-x',
+      '80',
+      '-y',
+      '24',
+      '-c',
+      packageRoot,
+      `exec env DATABASE_URL='${url}' METER_LOG_LEVEL=silent node dist/cli/main.js top --account bench-0`,
+    );
     const pid = Number(await tmux('display', '-p', '-t', 'top', '#{pane_pid}'));
     const tStart = performance.now();
-    while (!(await tmux('capture-pane', '-p', '-t', 'top')).includes('meter top')) await new Promise((r) => setTimeout(r, 200));
-    log(`meter top drew its first frame after ${((performance.now() - tStart) / 1000).toFixed(1)} s (start: the hour per minute, the recent events)`);
+    while (!(await tmux('capture-pane', '-p', '-t', 'top')).includes('meter top'))
+      await new Promise((r) => setTimeout(r, 200));
+    log(
+      `meter top drew its first frame after ${((performance.now() - tStart) / 1000).toFixed(1)} s (start: the hour per minute, the recent events)`,
+    );
     await new Promise((r) => setTimeout(r, 5_000));
 
     // The same refreshes in this process, timed, while the CLI's CPU is measured.
@@ -113,7 +151,9 @@ async function main(): Promise<void> {
     await writer;
     await tmux('send-keys', '-t', 'top', 'q');
     times.sort((a, b) => a - b);
-    console.log(`\nmeter top on PostgreSQL: ${n} events, the account writing ${((written - w0) / elapsed).toFixed(0)} calls/s`);
+    console.log(
+      `\nmeter top on PostgreSQL: ${n} events, the account writing ${((written - w0) / elapsed).toFixed(0)} calls/s`,
+    );
     console.table({
       'meter top CPU (% of one core)': (cpu * 100).toFixed(1),
       'meter top RSS (MB)': rss.toFixed(0),

@@ -10,7 +10,10 @@ const LOCK_WAIT_MS = 30_000;
 /** Opens the store; while another process holds the embedded store and has no admin API to go
  *  through yet, waits for it instead of failing: two commands run one after the other, and a
  *  command right after `meter start` goes through the daemon once it listens. */
-export async function openStoreWaiting(config: Pick<Config, 'databaseUrl' | 'dataDir'>, waitMs = LOCK_WAIT_MS): Promise<Store> {
+export async function openStoreWaiting(
+  config: Pick<Config, 'databaseUrl' | 'dataDir'>,
+  waitMs = LOCK_WAIT_MS,
+): Promise<Store> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
@@ -35,7 +38,10 @@ export class UsageError extends CliError {
 }
 
 /** Runs a command body with the store open, and closes it whatever happens. */
-export async function withStore<T>(fn: (store: Store, config: Readonly<Config>) => Promise<T>, flags: ConfigFlags = {}): Promise<T> {
+export async function withStore<T>(
+  fn: (store: Store, config: Readonly<Config>) => Promise<T>,
+  flags: ConfigFlags = {},
+): Promise<T> {
   const config = loadConfig(process.env, flags);
   const store = await openStoreWaiting(config);
   try {
@@ -53,7 +59,11 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
   }
   const cell = (v: unknown) => (v === null || v === undefined ? '-' : v instanceof Date ? v.toISOString() : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd() + '\n';
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd() + '\n';
   process.stdout.write(line(columns.map((c) => c.toUpperCase())));
   for (const r of rows) process.stdout.write(line(columns.map((c) => cell(r[c]))));
 }

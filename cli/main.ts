@@ -17,7 +17,11 @@ try {
     const e = err as Error;
     const debug = process.env.METER_DEBUG === '1' || process.env.METER_DEBUG === 'true';
     // One line (CONTRACT §1): a driver's multi-line message is joined, the stack only on request.
-    const text = debug ? (e.stack ?? e.message) : String(e.message).replace(/\s*\n\s*/g, ' ').trim();
+    const text = debug
+      ? (e.stack ?? e.message)
+      : String(e.message)
+          .replace(/\s*\n\s*/g, ' ')
+          .trim();
     process.stderr.write(`meter: ${text}\n`);
     process.exitCode = exitCodeOf(err);
   }

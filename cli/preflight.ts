@@ -12,7 +12,10 @@ import { CliError } from './context.js';
  */
 export async function preflight(config: Readonly<Config>, logger: Logger, portFrom: string): Promise<void> {
   for (const { name, suggestion } of unknownVariables()) {
-    logger.warn({ variable: name, suggestion }, `${name} is not a meter setting and is ignored (did you mean ${suggestion}?)`);
+    logger.warn(
+      { variable: name, suggestion },
+      `${name} is not a meter setting and is ignored (did you mean ${suggestion}?)`,
+    );
   }
   if (config.port !== 0) await checkPortFree(config.host, config.port, portFrom);
   if (!config.databaseUrl && !existsSync(join(config.dataDir, 'pgdata'))) {
@@ -24,9 +27,12 @@ function checkPortFree(host: string, port: number, portFrom: string): Promise<vo
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', (err: NodeJS.ErrnoException) => {
-      const why = err.code === 'EADDRINUSE' ? 'is already in use (another meter?)'
-        : err.code === 'EACCES' ? 'needs privileges this user lacks'
-          : `cannot be listened on (${err.code ?? err.message})`;
+      const why =
+        err.code === 'EADDRINUSE'
+          ? 'is already in use (another meter?)'
+          : err.code === 'EACCES'
+            ? 'needs privileges this user lacks'
+            : `cannot be listened on (${err.code ?? err.message})`;
       reject(new CliError(`port ${port} on ${host} (${portFrom}) ${why}: choose another with --port or METER_PORT`));
     });
     probe.listen(port, host, () => probe.close(() => resolve()));

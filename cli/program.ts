@@ -31,4 +31,3 @@ export function buildProgram(): Command {
   oneLineErrors(program);
   return program;
 }
-

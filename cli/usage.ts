@@ -20,7 +20,10 @@ export function oneLineErrors(cmd: Command): void {
   cmd.showHelpAfterError(false);
   cmd.configureOutput({
     outputError: (str, write) => {
-      const message = str.replace(/^error: /, '').replace(/\s+/g, ' ').trim();
+      const message = str
+        .replace(/^error: /, '')
+        .replace(/\s+/g, ' ')
+        .trim();
       write(`meter: ${message} (see \`${name} --help\`)\n`);
     },
   });
@@ -28,11 +31,14 @@ export function oneLineErrors(cmd: Command): void {
   if (subs.length > 0) {
     // Subcommands (and `help`, kept: an action would hide it) are dispatched before this
     // action runs, so it only sees what matched none.
-    cmd.helpCommand(true).allowExcessArguments().action((_opts: unknown, self: Command) => {
-      const [given] = self.args;
-      const what = given === undefined ? 'missing command' : `unknown command ${JSON.stringify(given)}`;
-      throw new UsageError(`${what} for \`${name}\`: expected one of ${subs.join(', ')} (see \`${name} --help\`)`);
-    });
+    cmd
+      .helpCommand(true)
+      .allowExcessArguments()
+      .action((_opts: unknown, self: Command) => {
+        const [given] = self.args;
+        const what = given === undefined ? 'missing command' : `unknown command ${JSON.stringify(given)}`;
+        throw new UsageError(`${what} for \`${name}\`: expected one of ${subs.join(', ')} (see \`${name} --help\`)`);
+      });
   }
   for (const sub of cmd.commands) oneLineErrors(sub);
 }

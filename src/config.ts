@@ -12,17 +12,28 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 const int = (min: number, max: number) => {
   const allowed = `an integer from ${min} to ${max}`;
-  return z.string().trim().regex(/^\d+$/, allowed).transform(Number).pipe(z.number().min(min, allowed).max(max, allowed));
+  return z
+    .string()
+    .trim()
+    .regex(/^\d+$/, allowed)
+    .transform(Number)
+    .pipe(z.number().min(min, allowed).max(max, allowed));
 };
 
 const url = (protocols: string[]) =>
-  z.string().trim().refine((v) => {
-    try {
-      return protocols.includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  z
+    .string()
+    .trim()
+    .refine(
+      (v) => {
+        try {
+          return protocols.includes(new URL(v).protocol);
+        } catch {
+          return false;
+        }
+      },
+      `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
+    );
 
 const SECRET_VARS = new Set(['DATABASE_URL', 'METER_SMTP_URL']);
 
@@ -44,9 +55,21 @@ const envSchema = z.object({
   METER_IDLE_TIMEOUT_MS: int(1_000, 3_600_000).optional(),
   METER_KEY_REFRESH_MS: int(100, 60_000).optional(),
   METER_METRICS_PORT: int(0, 65535).optional(),
-  METER_METRICS_MODELS: z.string().trim().transform((v) => v.split(',').map((m) => m.trim()).filter((m) => m !== ''))
-    .pipe(z.array(z.string().max(128, 'model names of at most 128 characters')).min(1, 'a comma-separated list of model names')
-      .max(100, 'at most 100 model names (each one is a label value on every call metric)'))
+  METER_METRICS_MODELS: z
+    .string()
+    .trim()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((m) => m.trim())
+        .filter((m) => m !== ''),
+    )
+    .pipe(
+      z
+        .array(z.string().max(128, 'model names of at most 128 characters'))
+        .min(1, 'a comma-separated list of model names')
+        .max(100, 'at most 100 model names (each one is a label value on every call metric)'),
+    )
     .optional(),
   METER_STORE: z.enum(['postgres', 'timescale']).optional(),
   METER_DB_POOL_MAX: int(1, 1000).optional(),
@@ -114,7 +137,10 @@ export type ConfigFlags = Partial<Record<'METER_HOST' | 'METER_PORT' | 'DATABASE
 
 /** The flag a user types for each mirrored variable, so an error names what was typed. */
 const FLAG_NAMES: Record<keyof ConfigFlags, string> = {
-  METER_HOST: '--host', METER_PORT: '--port', DATABASE_URL: '--database-url', METER_DATA_DIR: '--data-dir',
+  METER_HOST: '--host',
+  METER_PORT: '--port',
+  DATABASE_URL: '--database-url',
+  METER_DATA_DIR: '--data-dir',
 };
 
 /** Defaults of the variables that have one, as `meter config` shows them. */
@@ -145,7 +171,9 @@ const NOT_SETTINGS = new Set(['METER_KEY', 'METER_TEST_DATABASE_URL']);
 export const VARIABLES: readonly string[] = Object.keys(envSchema.shape);
 
 const flagOf = (name: string, flags: ConfigFlags) =>
-  name in FLAG_NAMES && flags[name as keyof ConfigFlags] !== undefined && flags[name as keyof ConfigFlags] !== '' ? FLAG_NAMES[name as keyof ConfigFlags] : undefined;
+  name in FLAG_NAMES && flags[name as keyof ConfigFlags] !== undefined && flags[name as keyof ConfigFlags] !== ''
+    ? FLAG_NAMES[name as keyof ConfigFlags]
+    : undefined;
 
 /** A URL's password is a secret: `postgres://meter:***@db:5432/meter`. Anything that does not
  *  parse is masked whole. */
@@ -225,7 +253,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     const name = String(issue.path[0]);
     // Name what the user typed (the flag, else the variable); URLs may carry passwords: never echo them.
     const typed = flagOf(name, flags) ?? name;
-    const shown = SECRET_VARS.has(name) ? typed : `${typed}${typed.startsWith('--') ? ' ' : '='}${JSON.stringify(input[name])}`;
+    const shown = SECRET_VARS.has(name)
+      ? typed
+      : `${typed}${typed.startsWith('--') ? ' ' : '='}${JSON.stringify(input[name])}`;
     throw new ConfigError(`${shown} is invalid: expected ${describe(issue)}`);
   }
   const e = parsed.data as Record<string, string | number | undefined>;

@@ -11,8 +11,13 @@ export function createLogger(level: string): Logger {
       base: { pid: process.pid },
       redact: {
         paths: [
-          '*.headers.authorization', '*.headers["x-meter-key"]', '*.headers["x-provider-authorization"]',
-          '*.headers["x-api-key"]', '*.headers["x-goog-api-key"]', 'databaseUrl', 'smtpUrl',
+          '*.headers.authorization',
+          '*.headers["x-meter-key"]',
+          '*.headers["x-provider-authorization"]',
+          '*.headers["x-api-key"]',
+          '*.headers["x-goog-api-key"]',
+          'databaseUrl',
+          'smtpUrl',
         ],
         censor: '[redacted]',
       },

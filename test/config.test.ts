@@ -4,7 +4,13 @@ import { ConfigError, loadConfig } from '../src/config.js';
 describe('configuration', () => {
   it('has the contract defaults and is frozen', () => {
     const c = loadConfig({ HOME: '/home/u' });
-    expect(c).toMatchObject({ host: '127.0.0.1', port: 8787, databaseUrl: undefined, flushIntervalMs: 200, logLevel: 'info' });
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 8787,
+      databaseUrl: undefined,
+      flushIntervalMs: 200,
+      logLevel: 'info',
+    });
     expect(Object.isFrozen(c)).toBe(true);
   });
 
@@ -17,9 +23,18 @@ describe('configuration', () => {
   it.each([
     [{ METER_PORT: 'abc' }, /^METER_PORT="abc" is invalid: expected an integer from 0 to 65535$/],
     [{ METER_PORT: '70000' }, /^METER_PORT="70000" is invalid: expected an integer from 0 to 65535$/],
-    [{ METER_FLUSH_INTERVAL_MS: '-5' }, /METER_FLUSH_INTERVAL_MS="-5" is invalid: expected an integer from 10 to 60000/],
-    [{ METER_LOG_LEVEL: 'loud' }, /METER_LOG_LEVEL="loud" is invalid: expected one of fatal, error, warn, info, debug, trace, silent/],
-    [{ METER_UPSTREAM_GEMINI: 'ftp://x' }, /METER_UPSTREAM_GEMINI="ftp:\/\/x" is invalid: expected a URL starting with http:\/\/ or https:\/\//],
+    [
+      { METER_FLUSH_INTERVAL_MS: '-5' },
+      /METER_FLUSH_INTERVAL_MS="-5" is invalid: expected an integer from 10 to 60000/,
+    ],
+    [
+      { METER_LOG_LEVEL: 'loud' },
+      /METER_LOG_LEVEL="loud" is invalid: expected one of fatal, error, warn, info, debug, trace, silent/,
+    ],
+    [
+      { METER_UPSTREAM_GEMINI: 'ftp://x' },
+      /METER_UPSTREAM_GEMINI="ftp:\/\/x" is invalid: expected a URL starting with http:\/\/ or https:\/\//,
+    ],
   ])('rejects %j naming the variable and what is allowed', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

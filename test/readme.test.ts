@@ -13,8 +13,14 @@ import { createTestDatabase, tempDir } from './helpers/stores.js';
  */
 
 const NOT_RUN: [RegExp, string][] = [
-  [/^meter alerts test\b/, 'sends to the public Slack/Teams addresses of the examples (no network here; tested in test/cli/alerts.test.ts)'],
-  [/^meter pricing update(?! --reset)/, 'fetches the published price file or reads a file of yours (no network here; tested against a loopback server in test/pricing)'],
+  [
+    /^meter alerts test\b/,
+    'sends to the public Slack/Teams addresses of the examples (no network here; tested in test/cli/alerts.test.ts)',
+  ],
+  [
+    /^meter pricing update(?! --reset)/,
+    'fetches the published price file or reads a file of yours (no network here; tested against a loopback server in test/pricing)',
+  ],
 ];
 
 function shellExamples(readme: string): string[] {
@@ -46,27 +52,38 @@ describe('README examples', () => {
     expect(examples.length).toBeGreaterThan(10);
     for (const line of examples) expect(line, line).not.toMatch(/<[a-z-]+>|…|\[--/);
     // Every exclusion still names a line README has: the list cannot rot.
-    for (const [pattern, why] of NOT_RUN) expect(examples.some((l) => pattern.test(l)), why).toBe(true);
+    for (const [pattern, why] of NOT_RUN)
+      expect(
+        examples.some((l) => pattern.test(l)),
+        why,
+      ).toBe(true);
   });
 
-  it('every `meter` line of a sh block runs as written, in order, against a scratch store', { timeout: 300_000 }, async () => {
-    await ensureBuilt();
-    const bin = tempDir();
-    writeFileSync(join(bin, 'meter'), `#!/bin/sh\nexec "${process.execPath}" "${join(packageRoot, 'dist/cli/main.js')}" "$@"\n`);
-    chmodSync(join(bin, 'meter'), 0o755);
-    const env = {
-      PATH: `${bin}:${process.env.PATH}`,
-      DATABASE_URL: await createTestDatabase(),
-      METER_DATA_DIR: tempDir(),
-      METER_SMTP_URL: 'smtp://127.0.0.1:1',
-      METER_LOG_LEVEL: 'silent',
-    };
-    const failures: string[] = [];
-    for (const line of examples) {
-      if (NOT_RUN.some(([pattern]) => pattern.test(line))) continue;
-      const r = await sh(line, env);
-      if (r.code !== 0) failures.push(`${line}\n  exit ${r.code}: ${r.stderr.trim()}`);
-    }
-    expect(failures).toEqual([]);
-  });
+  it(
+    'every `meter` line of a sh block runs as written, in order, against a scratch store',
+    { timeout: 300_000 },
+    async () => {
+      await ensureBuilt();
+      const bin = tempDir();
+      writeFileSync(
+        join(bin, 'meter'),
+        `#!/bin/sh\nexec "${process.execPath}" "${join(packageRoot, 'dist/cli/main.js')}" "$@"\n`,
+      );
+      chmodSync(join(bin, 'meter'), 0o755);
+      const env = {
+        PATH: `${bin}:${process.env.PATH}`,
+        DATABASE_URL: await createTestDatabase(),
+        METER_DATA_DIR: tempDir(),
+        METER_SMTP_URL: 'smtp://127.0.0.1:1',
+        METER_LOG_LEVEL: 'silent',
+      };
+      const failures: string[] = [];
+      for (const line of examples) {
+        if (NOT_RUN.some(([pattern]) => pattern.test(line))) continue;
+        const r = await sh(line, env);
+        if (r.code !== 0) failures.push(`${line}\n  exit ${r.code}: ${r.stderr.trim()}`);
+      }
+      expect(failures).toEqual([]);
+    },
+  );
 });

@@ -44,7 +44,8 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print {"id","account","kind","target","created_at"} (and "secret" when generated)')
     .action(async (opts: AddOptions) => {
       const given = KIND_FLAGS.filter((k) => opts[k] !== undefined);
-      if (given.length !== 1) throw new UsageError('give exactly one of --slack URL, --teams URL, --email ADDR, --webhook URL');
+      if (given.length !== 1)
+        throw new UsageError('give exactly one of --slack URL, --teams URL, --email ADDR, --webhook URL');
       const kind = given[0]!;
       if (opts.secret !== undefined && kind !== 'webhook') throw new UsageError('--secret goes with --webhook only');
       const target = asUsage(() => validateTarget(kind, opts[kind]!));
@@ -52,7 +53,9 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
       await run(async (store, config) => {
         // Refused now rather than retried for 24 h: an e-mail channel needs an SMTP server.
         if (kind === 'email' && !config.smtpUrl) {
-          throw new UsageError('--email needs METER_SMTP_URL (e.g. smtp://user:pass@smtp.example.com:587): set it here and for every daemon, then add the channel again');
+          throw new UsageError(
+            '--email needs METER_SMTP_URL (e.g. smtp://user:pass@smtp.example.com:587): set it here and for every daemon, then add the channel again',
+          );
         }
         const added = await adminCall(store, 'alerts.add', { account: opts.account, kind, target, secret });
         const shown = { ...added, target: displayTarget(kind, added.target) };
@@ -71,7 +74,15 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
       await run(async (store) => {
         const rows = await adminCall(store, 'alerts.list', { account: opts.account });
         if (opts.json) return printJson(rows);
-        printTable(rows as unknown as Record<string, unknown>[], ['id', 'account', 'kind', 'target', 'last_status', 'last_attempt_at', 'last_detail']);
+        printTable(rows as unknown as Record<string, unknown>[], [
+          'id',
+          'account',
+          'kind',
+          'target',
+          'last_status',
+          'last_attempt_at',
+          'last_detail',
+        ]);
       });
     });
 
@@ -89,14 +100,18 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
 
   alerts
     .command('test')
-    .description("send a test message through each of the account's channels now; fails naming the channels that failed")
+    .description(
+      "send a test message through each of the account's channels now; fails naming the channels that failed",
+    )
     .requiredOption('--account <name>', 'the account')
     .option('--json', 'print [{"id","kind","ok","detail","duration_ms"}] (a failure still exits 1)')
     .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store, config) => {
         const results = await adminCall(store, 'alerts.test', { account: opts.account }, { smtpUrl: config.smtpUrl });
         if (results.length === 0) {
-          throw new CliError(`account ${opts.account} has no alert channels (add one with \`meter alerts add --account ${opts.account} …\`)`);
+          throw new CliError(
+            `account ${opts.account} has no alert channels (add one with \`meter alerts add --account ${opts.account} …\`)`,
+          );
         }
         if (opts.json) {
           printJson(results);
@@ -107,8 +122,10 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
         }
         const failed = results.filter((r) => !r.ok);
         if (failed.length > 0) {
-          throw new CliError(`alerts test: ${failed.length} of ${results.length} channels failed: ` +
-            failed.map((r) => `${r.kind} ${r.id} (${r.detail})`).join('; '));
+          throw new CliError(
+            `alerts test: ${failed.length} of ${results.length} channels failed: ` +
+              failed.map((r) => `${r.kind} ${r.id} (${r.detail})`).join('; '),
+          );
         }
       });
     });

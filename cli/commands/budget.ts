@@ -15,8 +15,13 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 /** `{"account","month","budget","hard_cap","spend","utilization_pct","levels_fired"}`, money as exact numbers. */
 export function budgetJson(v: BudgetView): JsonValue {
   return {
-    account: v.account, month: v.month, budget: rawOrNull(v.budget), hard_cap: v.hard_cap, spend: raw(v.spend),
-    utilization_pct: rawOrNull(v.utilization_pct), levels_fired: v.levels_fired,
+    account: v.account,
+    month: v.month,
+    budget: rawOrNull(v.budget),
+    hard_cap: v.hard_cap,
+    spend: raw(v.spend),
+    utilization_pct: rawOrNull(v.utilization_pct),
+    levels_fired: v.levels_fired,
   };
 }
 
@@ -25,7 +30,9 @@ function printBudget(v: BudgetView): void {
   out(`month    ${v.month} (UTC)`);
   out(`budget   ${v.budget === null ? 'none' : `$${v.budget} a month${v.hard_cap ? ', hard cap' : ''}`}`);
   out(`spend    $${v.spend}${v.utilization_pct === null ? '' : ` (${v.utilization_pct}%)`}`);
-  out(`alerts   ${v.levels_fired.length ? `${v.levels_fired.map((l) => `${l}%`).join(', ')} fired this month` : 'none fired this month'}`);
+  out(
+    `alerts   ${v.levels_fired.length ? `${v.levels_fired.map((l) => `${l}%`).join(', ')} fired this month` : 'none fired this month'}`,
+  );
 }
 
 export function registerBudget(program: Command, run: StoreRunner = withStore): void {
@@ -43,15 +50,23 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .action(async (opts: { account: string; monthly: string; hardCap?: boolean; json?: boolean }) => {
       const usd = parseBudgetUsd(opts.monthly);
       if (usd === undefined) {
-        throw new UsageError(`--monthly "${opts.monthly}" is invalid: expected a USD amount greater than 0, ` +
-          'at most 12 digits before the point and 8 after (e.g. 250 or 99.5)');
+        throw new UsageError(
+          `--monthly "${opts.monthly}" is invalid: expected a USD amount greater than 0, ` +
+            'at most 12 digits before the point and 8 after (e.g. 250 or 99.5)',
+        );
       }
       await run(async (store) => {
-        const result = await adminCall(store, 'budget.set', { account: opts.account, monthlyUsd: usd, hardCap: opts.hardCap === true });
+        const result = await adminCall(store, 'budget.set', {
+          account: opts.account,
+          monthlyUsd: usd,
+          hardCap: opts.hardCap === true,
+        });
         if (opts.json) return printJson(budgetJson(result.view));
         out(`budget of ${opts.account}: $${usd} a month${opts.hardCap ? ', hard cap on' : ''}`);
         if (result.rearmed.length) {
-          out(`alerts at ${result.rearmed.map((l) => `${l}%`).join(', ')} will fire again when the new budget reaches them`);
+          out(
+            `alerts at ${result.rearmed.map((l) => `${l}%`).join(', ')} will fire again when the new budget reaches them`,
+          );
         }
       });
     });

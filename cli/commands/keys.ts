@@ -34,7 +34,15 @@ export function registerKeys(program: Command): void {
       await withStore(async (store) => {
         const rows = await adminCall(store, 'keys.list', { account: opts.account });
         if (opts.json) printJson(rows);
-        else printTable(rows as unknown as Record<string, unknown>[], ['id', 'account', 'name', 'status', 'created_at', 'expires_at']);
+        else
+          printTable(rows as unknown as Record<string, unknown>[], [
+            'id',
+            'account',
+            'name',
+            'status',
+            'created_at',
+            'expires_at',
+          ]);
       });
     });
 
@@ -52,7 +60,9 @@ export function registerKeys(program: Command): void {
 
   keys
     .command('rotate <id>')
-    .description('create a replacement key (for an id, or the full mk_… key); the old one keeps working for the grace period')
+    .description(
+      'create a replacement key (for an id, or the full mk_… key); the old one keeps working for the grace period',
+    )
     .option('--grace <duration>', 'how long the old key keeps working: 30s, 15m, 1h, 2d, or 0', '1h')
     .option('--json', 'print {"id","key","account","name","created_at","replaces","old_expires_at"}')
     .action(async (id: string, opts: { grace: string; json?: boolean }) => {
@@ -67,7 +77,9 @@ export function registerKeys(program: Command): void {
         if (opts.json) printJson(k);
         else {
           process.stdout.write(`${k.key}\n`);
-          process.stderr.write(`key ${k.id} replaces ${k.replaces}, which works until ${k.old_expires_at}: ${SHOWN_ONCE}\n`);
+          process.stderr.write(
+            `key ${k.id} replaces ${k.replaces}, which works until ${k.old_expires_at}: ${SHOWN_ONCE}\n`,
+          );
         }
       });
     });

@@ -8,7 +8,10 @@ export function registerMigrate(program: Command): void {
   program
     .command('migrate')
     .description('apply pending sql/ migrations and exit')
-    .option('--to-timescale', 'convert a plain PostgreSQL database to TimescaleDB mode in place (stop the sidecars first)')
+    .option(
+      '--to-timescale',
+      'convert a plain PostgreSQL database to TimescaleDB mode in place (stop the sidecars first)',
+    )
     .option('--json', 'print the store and the schema version as JSON')
     .action(async (opts: { json?: boolean; toTimescale?: boolean }) => {
       if (!opts.toTimescale) return withStore((store) => report(store, opts.json)); // openStore migrates
@@ -28,9 +31,19 @@ async function report(store: Store, json?: boolean, conversion?: 'converted' | '
   const rows = await adminCall(store, 'schema.versions', {});
   const latest = rows.at(-1);
   if (json) {
-    printJson({ store: store.kind, ...(conversion ? { conversion } : {}), version: latest?.version ?? 0, migrations: rows });
+    printJson({
+      store: store.kind,
+      ...(conversion ? { conversion } : {}),
+      version: latest?.version ?? 0,
+      migrations: rows,
+    });
     return;
   }
-  if (conversion) process.stdout.write(conversion === 'converted' ? 'converted to TimescaleDB mode\n' : 'already in TimescaleDB mode\n');
-  process.stdout.write(`schema at version ${latest?.version ?? 0} (${latest?.name ?? 'empty'}) on the ${store.kind} store\n`);
+  if (conversion)
+    process.stdout.write(
+      conversion === 'converted' ? 'converted to TimescaleDB mode\n' : 'already in TimescaleDB mode\n',
+    );
+  process.stdout.write(
+    `schema at version ${latest?.version ?? 0} (${latest?.name ?? 'empty'}) on the ${store.kind} store\n`,
+  );
 }

@@ -7,7 +7,8 @@ import { CliError, printJson, printTable, UsageError, withStore } from '../conte
 const ANALYTICS: readonly string[] = PLAN_ANALYTICS;
 
 const positive = (flag: string) => (v: string) => {
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 2_000_000_000) throw new UsageError(`${flag} "${v}": expected a whole number from 1 to 2000000000`);
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 2_000_000_000)
+    throw new UsageError(`${flag} "${v}": expected a whole number from 1 to 2000000000`);
   return Number(v);
 };
 
@@ -34,23 +35,50 @@ export function registerPlans(program: Command): void {
       await withStore(async (store) => {
         const rows = (await adminCall(store, 'plans.list', {})).map(toRow);
         if (opts.json) printJson(rows);
-        else printTable(rows.map((r) => ({ ...r, monthly_calls: r.monthly_calls ?? 'unlimited', analytics: r.analytics.join(',') })), ['name', 'monthly_calls', 'max_keys', 'retention_days', 'rollup_months', 'rate_limit_per_min', 'analytics', 'hard_cap']);
+        else
+          printTable(
+            rows.map((r) => ({
+              ...r,
+              monthly_calls: r.monthly_calls ?? 'unlimited',
+              analytics: r.analytics.join(','),
+            })),
+            [
+              'name',
+              'monthly_calls',
+              'max_keys',
+              'retention_days',
+              'rollup_months',
+              'rate_limit_per_min',
+              'analytics',
+              'hard_cap',
+            ],
+          );
       });
     });
   plans
     .command('set <plan>')
-    .description('change a plan\'s limits; every sidecar applies them within seconds')
-    .option('--monthly-calls <n>', 'proxied calls a month, or "unlimited"', (v: string) => (v === 'unlimited' ? v : positive('--monthly-calls')(v)))
+    .description("change a plan's limits; every sidecar applies them within seconds")
+    .option('--monthly-calls <n>', 'proxied calls a month, or "unlimited"', (v: string) =>
+      v === 'unlimited' ? v : positive('--monthly-calls')(v),
+    )
     .option('--max-keys <n>', 'active service keys per account', positive('--max-keys'))
     .option('--retention-days <n>', 'days raw events are kept', positive('--retention-days'))
     .option('--rollup-months <n>', 'months daily rollups are kept', positive('--rollup-months'))
     .option('--rate-limit <n>', 'calls a minute per key', positive('--rate-limit'))
-    .option('--analytics <list>', `analytics endpoints included, comma-separated: ${ANALYTICS.join(',')}`, (v: string) => {
-      const list = v.split(',').map((s) => s.trim()).filter(Boolean);
-      const bad = list.filter((s) => !ANALYTICS.includes(s));
-      if (bad.length) throw new UsageError(`--analytics: unknown endpoint ${bad.join(', ')}; allowed: ${ANALYTICS.join(', ')}`);
-      return list;
-    })
+    .option(
+      '--analytics <list>',
+      `analytics endpoints included, comma-separated: ${ANALYTICS.join(',')}`,
+      (v: string) => {
+        const list = v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+        const bad = list.filter((s) => !ANALYTICS.includes(s));
+        if (bad.length)
+          throw new UsageError(`--analytics: unknown endpoint ${bad.join(', ')}; allowed: ${ANALYTICS.join(', ')}`);
+        return list;
+      },
+    )
     .option('--hard-cap <yes|no>', 'whether accounts on the plan may set a hard spending cap', (v: string) => {
       if (v !== 'yes' && v !== 'no') throw new UsageError(`--hard-cap "${v}": expected yes or no`);
       return v === 'yes';
@@ -59,7 +87,9 @@ export function registerPlans(program: Command): void {
     .action(async (name: string, opts: PlanEdits & { json?: boolean }) => {
       const { json, ...edits } = opts;
       if (Object.values(edits).every((v) => v === undefined)) {
-        throw new UsageError('nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --analytics, --hard-cap');
+        throw new UsageError(
+          'nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --analytics, --hard-cap',
+        );
       }
       await withStore(async (store) => {
         await adminCall(store, 'plans.set', { ...(edits as Omit<AdminArgs<'plans.set'>, 'plan'>), plan: name });

@@ -28,7 +28,11 @@ export function registerStart(program: Command): void {
       const stopRequested = onFirstStopSignal(logger);
       const abort = new AbortController();
       void stopRequested.then(() => abort.abort());
-      await preflight(config, logger, opts.port ? '--port' : process.env.METER_PORT ? 'METER_PORT' : 'the default port');
+      await preflight(
+        config,
+        logger,
+        opts.port ? '--port' : process.env.METER_PORT ? 'METER_PORT' : 'the default port',
+      );
       let daemon: Daemon;
       try {
         daemon = await startDaemon(config, logger, components, { signal: abort.signal });

@@ -7,7 +7,12 @@ import { frameLines, lineText } from '../top/layout.js';
 import { openTopSource } from '../top/source.js';
 import { UsageError } from '../context.js';
 
-interface TopOpts { account?: string; interval: string; once?: boolean; json?: boolean }
+interface TopOpts {
+  account?: string;
+  interval: string;
+  once?: boolean;
+  json?: boolean;
+}
 
 const ALT_SCREEN_ON = '\u001B[?1049h';
 const ALT_SCREEN_OFF = '\u001B[?1049l';
@@ -19,7 +24,11 @@ const useColor = () => Boolean(process.stdout.isTTY) && !process.env.NO_COLOR &&
 function textFrame(f: Figures): string {
   const width = process.stdout.columns || Number(process.env.COLUMNS) || 80;
   const height = process.stdout.rows || Number(process.env.LINES) + 1 || 25;
-  return frameLines(f, { width, height }).map((l) => lineText(l).trimEnd()).join('\n') + '\n';
+  return (
+    frameLines(f, { width, height })
+      .map((l) => lineText(l).trimEnd())
+      .join('\n') + '\n'
+  );
 }
 
 /** Ink clears a frame as tall as the terminal (after a shrink) with ESC[2J ESC[3J; on the
@@ -29,7 +38,10 @@ function withoutScrollbackErase(out: NodeJS.WriteStream): NodeJS.WriteStream {
     get(target, prop) {
       if (prop === 'write') {
         return (chunk: unknown, ...rest: unknown[]) =>
-          (target.write as (...a: unknown[]) => boolean)(typeof chunk === 'string' ? chunk.replaceAll('\u001B[3J', '') : chunk, ...rest);
+          (target.write as (...a: unknown[]) => boolean)(
+            typeof chunk === 'string' ? chunk.replaceAll('\u001B[3J', '') : chunk,
+            ...rest,
+          );
       }
       const value = Reflect.get(target, prop, target) as unknown;
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
@@ -43,12 +55,16 @@ async function interactive(data: TopData, initial: Figures, intervalS: number): 
   delete process.env.CI;
   delete process.env.CONTINUOUS_INTEGRATION;
   const [{ render }, { createElement }, { TopApp }] = await Promise.all([
-    import('ink'), import('react'), import('../top/app.js'),
+    import('ink'),
+    import('react'),
+    import('../top/app.js'),
   ]);
   process.stdout.write(ALT_SCREEN_ON);
   const app = render(createElement(TopApp, { data, initial, intervalS, color: useColor() }), {
     stdout: withoutScrollbackErase(process.stdout),
-    exitOnCtrlC: true, patchConsole: false, maxFps: 10,
+    exitOnCtrlC: true,
+    patchConsole: false,
+    maxFps: 10,
   });
   const stop = () => app.unmount();
   process.once('SIGTERM', stop);
@@ -90,7 +106,9 @@ async function batch(data: TopData, first: Figures, intervalS: number): Promise<
 export function registerTop(program: Command): void {
   program
     .command('top')
-    .description("live view of an account's spend, fleet-wide: budget, burn rate, rates, latency, top models and tags, newest calls")
+    .description(
+      "live view of an account's spend, fleet-wide: budget, burn rate, rates, latency, top models and tags, newest calls",
+    )
     .option('--account <name>', 'the account (default: the first by name; `a` cycles through them)')
     .option('--interval <s>', 'seconds between refreshes, 0.2 to 3600', '1')
     .option('--once', 'print one frame as text (or the figures with --json) and exit')
@@ -98,16 +116,21 @@ export function registerTop(program: Command): void {
     .action(async (opts: TopOpts) => {
       const intervalS = Number(opts.interval);
       if (!/^\d+(\.\d+)?$/.test(opts.interval.trim()) || !(intervalS >= 0.2 && intervalS <= 3600)) {
-        throw new UsageError(`--interval "${opts.interval}" is invalid: expected seconds from 0.2 to 3600 (e.g. 1 or 2.5)`);
+        throw new UsageError(
+          `--interval "${opts.interval}" is invalid: expected seconds from 0.2 to 3600 (e.g. 1 or 2.5)`,
+        );
       }
       if (opts.json && !opts.once) {
-        throw new UsageError('--json needs --once: the live view is for a terminal, `--once --json` prints the figures');
+        throw new UsageError(
+          '--json needs --once: the live view is for a terminal, `--once --json` prints the figures',
+        );
       }
       const data = new TopData(await openTopSource(loadConfig(process.env)), { account: opts.account, intervalS });
       try {
         await data.start();
         const first = await data.refresh();
-        if (opts.once) process.stdout.write(opts.json ? `${figuresJson(first, process.stdout.isTTY ? 2 : 0)}\n` : textFrame(first));
+        if (opts.once)
+          process.stdout.write(opts.json ? `${figuresJson(first, process.stdout.isTTY ? 2 : 0)}\n` : textFrame(first));
         else if (process.stdout.isTTY && process.stdin.isTTY) await interactive(data, first, intervalS);
         else await batch(data, first, intervalS);
       } finally {

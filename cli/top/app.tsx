@@ -7,7 +7,17 @@ import { TopView } from './view.js';
 
 const oneLine = (err: unknown) => String((err as Error).message ?? err).replace(/\s+/g, ' ');
 
-export function TopApp({ data, initial, intervalS, color }: { data: TopData; initial: Figures; intervalS: number; color: boolean }) {
+export function TopApp({
+  data,
+  initial,
+  intervalS,
+  color,
+}: {
+  data: TopData;
+  initial: Figures;
+  intervalS: number;
+  color: boolean;
+}) {
   const { exit } = useApp();
   const { stdout } = useStdout();
   const size = () => ({ width: stdout.columns || 80, height: stdout.rows || 24 });
@@ -21,22 +31,25 @@ export function TopApp({ data, initial, intervalS, color }: { data: TopData; ini
   const mounted = useRef(true);
   useEffect(() => () => void (mounted.current = false), []);
 
-  const refresh = useCallback((before?: () => Promise<void> | void) => {
-    const run = async () => {
-      try {
-        await before?.();
-        const f = await data.refresh();
-        if (mounted.current) {
-          setFigures(f);
-          setError(undefined);
+  const refresh = useCallback(
+    (before?: () => Promise<void> | void) => {
+      const run = async () => {
+        try {
+          await before?.();
+          const f = await data.refresh();
+          if (mounted.current) {
+            setFigures(f);
+            setError(undefined);
+          }
+        } catch (err) {
+          if (mounted.current) setError(oneLine(err));
         }
-      } catch (err) {
-        if (mounted.current) setError(oneLine(err));
-      }
-    };
-    queue.current = queue.current.then(run);
-    return queue.current;
-  }, [data]);
+      };
+      queue.current = queue.current.then(run);
+      return queue.current;
+    },
+    [data],
+  );
 
   useEffect(() => {
     const onResize = () => setDims(size());
@@ -49,9 +62,10 @@ export function TopApp({ data, initial, intervalS, color }: { data: TopData; ini
     let timer: NodeJS.Timeout | undefined;
     let stopped = false;
     // A timeout chain, not an interval: a slow refresh never piles up behind itself.
-    const tick = () => void refresh().then(() => {
-      if (!stopped) timer = setTimeout(tick, intervalS * 1000);
-    });
+    const tick = () =>
+      void refresh().then(() => {
+        if (!stopped) timer = setTimeout(tick, intervalS * 1000);
+      });
     timer = setTimeout(tick, intervalS * 1000);
     return () => {
       stopped = true;

@@ -14,12 +14,24 @@ import { stringTags } from '../../src/analytics/events-query.js';
 import { toUnits } from '../../src/budget/money.js';
 import { monthWindow } from '../../src/budget/month.js';
 import {
-  addToBuckets, deriveFigures, MS_PER_MINUTE, SPARK_MINUTES,
-  type Figures, type MinuteBuckets, type ModelRow, type MonthRow, type TagRow, type TopEvent,
+  addToBuckets,
+  deriveFigures,
+  MS_PER_MINUTE,
+  SPARK_MINUTES,
+  type Figures,
+  type MinuteBuckets,
+  type ModelRow,
+  type MonthRow,
+  type TagRow,
+  type TopEvent,
 } from './derive.js';
 import type { TopSource } from './source.js';
 
-interface Account { id: string; name: string; plan: string }
+interface Account {
+  id: string;
+  name: string;
+  plan: string;
+}
 
 interface EventRow {
   event_id: string;
@@ -97,7 +109,10 @@ export class TopData {
   private readonly groupRows: number;
   private readonly now: () => number;
 
-  constructor(private readonly source: TopSource, private readonly opts: TopOptions) {
+  constructor(
+    private readonly source: TopSource,
+    private readonly opts: TopOptions,
+  ) {
     this.windowS = opts.windowS ?? 60;
     this.tailSize = opts.tailSize ?? 100;
     this.groupRows = opts.groupRows ?? 20;
@@ -112,7 +127,8 @@ export class TopData {
     }
     if (this.opts.account !== undefined) {
       const i = this.accounts.findIndex((a) => a.name === this.opts.account);
-      if (i < 0) throw new TopDataError(`--account "${this.opts.account}": no such account (see \`meter accounts list\`)`);
+      if (i < 0)
+        throw new TopDataError(`--account "${this.opts.account}": no such account (see \`meter accounts list\`)`);
       this.accountIndex = i;
     }
     await this.load();
@@ -152,8 +168,17 @@ export class TopData {
     const t = Math.floor(this.dbNowMs() * 1000);
     const hourAgo = t - SPARK_MINUTES * MS_PER_MINUTE * 1000;
     const [minutes, recent] = await Promise.all([
-      this.source.run<{ minute: string; spend: string; calls: string }>('top.minutes', [id, String(hourAgo), String(t)]),
-      this.source.run<EventRow>('top.events_before', [id, String(t - this.windowS * 1_000_000), String(t), START_EVENTS]),
+      this.source.run<{ minute: string; spend: string; calls: string }>('top.minutes', [
+        id,
+        String(hourAgo),
+        String(t),
+      ]),
+      this.source.run<EventRow>('top.events_before', [
+        id,
+        String(t - this.windowS * 1_000_000),
+        String(t),
+        START_EVENTS,
+      ]),
     ]);
     for (const m of minutes) addToBuckets(this.buckets, Number(m.minute), toUnits(m.spend), Number(m.calls));
     let events = recent.map(toEvent).reverse();
@@ -175,7 +200,12 @@ export class TopData {
   private async readMonth(): Promise<void> {
     const w = monthWindow(new Date(this.dbNowMs()));
     const asked = this.now();
-    const [row] = await this.source.run<MonthRow & { db_now_us: string }>('top.month', [this.account.id, w.from, w.to, w.month]);
+    const [row] = await this.source.run<MonthRow & { db_now_us: string }>('top.month', [
+      this.account.id,
+      w.from,
+      w.to,
+      w.month,
+    ]);
     if (!row) throw new TopDataError(`account "${this.account.name}" no longer exists`);
     // The database's clock decides every window (recorded_at is written by it).
     this.skewMs = Number(row.db_now_us) / 1000 - (asked + this.now()) / 2;
@@ -185,7 +215,10 @@ export class TopData {
   /** New events since the cursor, into the buckets and the recent list. */
   private async poll(): Promise<void> {
     const rows = await this.source.run<EventRow>('top.events_since', [
-      this.account.id, String(this.floorUs), [...this.seen.keys()], BATCH,
+      this.account.id,
+      String(this.floorUs),
+      [...this.seen.keys()],
+      BATCH,
     ]);
     for (const r of rows) {
       const e = toEvent(r);
@@ -217,14 +250,18 @@ export class TopData {
     const id = this.account.id;
     const w = monthWindow(new Date(this.dbNowMs()));
     if (this.now() - this.tagKeysAt >= TAG_KEYS_EVERY_MS) {
-      this.tagKeys = (await this.source.run<{ tag_key: string }>('top.tag_keys', [id, w.from, w.to])).map((r) => r.tag_key);
+      this.tagKeys = (await this.source.run<{ tag_key: string }>('top.tag_keys', [id, w.from, w.to])).map(
+        (r) => r.tag_key,
+      );
       this.tagKeysAt = this.now();
       if (this.tagKey === null || !this.tagKeys.includes(this.tagKey)) this.tagKey = this.tagKeys[0] ?? null;
     }
     const tagKey = this.tagKey;
     const [byModel, byTag] = await Promise.all([
       this.source.run<ModelRow>('top.by_model', [id, w.from, w.to, this.groupRows]),
-      tagKey === null ? Promise.resolve([]) : this.source.run<TagRow>('top.by_tag', [id, w.from, w.to, tagKey, this.groupRows]),
+      tagKey === null
+        ? Promise.resolve([])
+        : this.source.run<TagRow>('top.by_tag', [id, w.from, w.to, tagKey, this.groupRows]),
       this.poll(),
     ]);
     this.byModel = byModel;

@@ -137,8 +137,17 @@ export interface MonthRow {
   hard_cap: boolean;
   levels_fired: number[];
 }
-export interface ModelRow { provider: string; model: string; spend: string; requests: string }
-export interface TagRow { value: string | null; spend: string; requests: string }
+export interface ModelRow {
+  provider: string;
+  model: string;
+  spend: string;
+  requests: string;
+}
+export interface TagRow {
+  value: string | null;
+  spend: string;
+  requests: string;
+}
 
 /** Everything the figures are derived from. */
 export interface Snapshot {

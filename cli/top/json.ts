@@ -4,31 +4,47 @@ import { raw, rawOrNull, stringifyJson } from '../../src/budget/json.js';
 import type { Figures } from './derive.js';
 
 export function figuresJson(f: Figures, indent = 0): string {
-  return stringifyJson({
-    account: f.account,
-    plan: f.plan,
-    accounts: f.accounts,
-    at: f.at,
-    interval_s: f.interval_s,
-    month: {
-      ...f.month,
-      spend: raw(f.month.spend), requests: raw(f.month.requests),
-      budget: rawOrNull(f.month.budget), utilization_pct: rawOrNull(f.month.utilization_pct),
+  return stringifyJson(
+    {
+      account: f.account,
+      plan: f.plan,
+      accounts: f.accounts,
+      at: f.at,
+      interval_s: f.interval_s,
+      month: {
+        ...f.month,
+        spend: raw(f.month.spend),
+        requests: raw(f.month.requests),
+        budget: rawOrNull(f.month.budget),
+        utilization_pct: rawOrNull(f.month.utilization_pct),
+      },
+      burn: {
+        per_hour_5m: raw(f.burn.per_hour_5m),
+        per_hour_60m: raw(f.burn.per_hour_60m),
+        projected_month_end: raw(f.burn.projected_month_end),
+        projection: 'month spend + 60-minute burn rate x hours left in the UTC month',
+      },
+      window: { ...f.window },
+      by_model: f.by_model.map((m) => ({
+        provider: m.provider,
+        model: m.model,
+        spend: raw(m.spend),
+        requests: raw(m.requests),
+      })),
+      by_tag: {
+        key: f.by_tag.key,
+        keys: f.by_tag.keys,
+        groups: f.by_tag.groups.map((g) => ({ value: g.value, spend: raw(g.spend), requests: raw(g.requests) })),
+      },
+      spend_per_minute: f.spend_per_minute.map(raw),
+      tail: f.tail.map((t) => ({
+        ...t,
+        input_tokens: raw(t.input_tokens),
+        output_tokens: raw(t.output_tokens),
+        cost: raw(t.cost),
+        tags: { ...t.tags },
+      })),
     },
-    burn: {
-      per_hour_5m: raw(f.burn.per_hour_5m), per_hour_60m: raw(f.burn.per_hour_60m),
-      projected_month_end: raw(f.burn.projected_month_end),
-      projection: 'month spend + 60-minute burn rate x hours left in the UTC month',
-    },
-    window: { ...f.window },
-    by_model: f.by_model.map((m) => ({ provider: m.provider, model: m.model, spend: raw(m.spend), requests: raw(m.requests) })),
-    by_tag: {
-      key: f.by_tag.key, keys: f.by_tag.keys,
-      groups: f.by_tag.groups.map((g) => ({ value: g.value, spend: raw(g.spend), requests: raw(g.requests) })),
-    },
-    spend_per_minute: f.spend_per_minute.map(raw),
-    tail: f.tail.map((t) => ({
-      ...t, input_tokens: raw(t.input_tokens), output_tokens: raw(t.output_tokens), cost: raw(t.cost), tags: { ...t.tags },
-    })),
-  }, indent);
+    indent,
+  );
 }

@@ -40,26 +40,47 @@ function header(f: Figures, s: FrameState): Line {
   const left = `meter top  ${f.account} (${f.plan})  fleet-wide  every ${f.interval_s}s`;
   const right = `${s.paused ? 'PAUSED  ' : ''}${f.at.slice(0, 19).replace('T', ' ')} UTC`;
   const gap = Math.max(1, s.width - left.length - right.length);
-  return [seg(left, { bold: true }), seg(' '.repeat(gap)), seg(right, s.paused ? { color: 'yellow', bold: true } : { dim: true })];
+  return [
+    seg(left, { bold: true }),
+    seg(' '.repeat(gap)),
+    seg(right, s.paused ? { color: 'yellow', bold: true } : { dim: true }),
+  ];
 }
 
 function monthLines(f: Figures, s: FrameState): Line[] {
   const m = f.month;
   if (m.budget === null) {
     return [
-      [label('Month '), seg(`${m.month}  `), seg(usdTotal(m.spend), { bold: true }), seg(`  ${count(m.requests)} calls  `), label('no budget')],
+      [
+        label('Month '),
+        seg(`${m.month}  `),
+        seg(usdTotal(m.spend), { bold: true }),
+        seg(`  ${count(m.requests)} calls  `),
+        label('no budget'),
+      ],
       [label(`Budget none: meter budget set --account ${f.account} --monthly <usd>`)],
     ];
   }
-  const cap = m.hard_cap === 'off' ? 'no hard cap' : m.hard_cap === 'on' ? 'hard cap on' : 'hard cap REACHED: calls refused (402)';
+  const cap =
+    m.hard_cap === 'off'
+      ? 'no hard cap'
+      : m.hard_cap === 'on'
+        ? 'hard cap on'
+        : 'hard cap REACHED: calls refused (402)';
   const fired = m.levels_fired.length ? ` fired ${m.levels_fired.join(',')}` : '';
   const color = levelColor(m.utilization_pct);
   const suffix = ` 50·80·100%${fired}`;
   const bar = budgetBar(m.spend, m.budget, Math.max(10, s.width - 9 - suffix.length));
   return [
-    [label('Month '), seg(`${m.month}  `), seg(usdTotal(m.spend), { bold: true }), seg(` of ${usdTotal(m.budget)}  `),
-      seg(`${m.utilization_pct}%`, { color, bold: true }), seg(`  ${count(m.requests)} calls  `),
-      seg(cap, m.hard_cap === 'reached' ? { color: 'red', bold: true } : {})],
+    [
+      label('Month '),
+      seg(`${m.month}  `),
+      seg(usdTotal(m.spend), { bold: true }),
+      seg(` of ${usdTotal(m.budget)}  `),
+      seg(`${m.utilization_pct}%`, { color, bold: true }),
+      seg(`  ${count(m.requests)} calls  `),
+      seg(cap, m.hard_cap === 'reached' ? { color: 'red', bold: true } : {}),
+    ],
     [label('Budget '), seg('['), seg(bar.filled, { color }), seg(bar.empty, { dim: true }), seg(']'), label(suffix)],
   ];
 }
@@ -72,12 +93,34 @@ function rateLines(f: Figures, s: FrameState): Line[] {
   const spark = f.spend_per_minute.slice(-sparkWidth);
   const max = spark.reduce((a, b) => (Number(b) > Number(a) ? b : a), '0');
   return [
-    [label('Burn  '), seg(`${usd(f.burn.per_hour_5m)}/h`, { bold: true }), label(' 5 min  '),
-      seg(`${usd(f.burn.per_hour_60m)}/h`), label(' 60 min  '), label('month end ≈ '), seg(usd(f.burn.projected_month_end), { bold: true })],
-    [label(`Last ${w.seconds}s  `), seg(`${w.calls_per_s} calls/s`, { bold: true }), label(wide ? '  errors ' : '  err '),
-      seg(pct(w.error_rate_pct), errColor ? { color: errColor } : {}), label('  p50 '), seg(ms(w.p50_ms)), label('  p95 '), seg(ms(w.p95_ms)),
-      label(wide ? '  estimated ' : '  est '), seg(pct(w.estimated_pct)), label(wide ? '  unpriced ' : '  unpr '), seg(pct(w.unpriced_pct))],
-    [label('Spend/min '), seg(spark.join('') === '' ? '' : sparkline(spark), { color: 'cyan' }), label(` ${spark.length}m, max ${usdTotal(max)}`)],
+    [
+      label('Burn  '),
+      seg(`${usd(f.burn.per_hour_5m)}/h`, { bold: true }),
+      label(' 5 min  '),
+      seg(`${usd(f.burn.per_hour_60m)}/h`),
+      label(' 60 min  '),
+      label('month end ≈ '),
+      seg(usd(f.burn.projected_month_end), { bold: true }),
+    ],
+    [
+      label(`Last ${w.seconds}s  `),
+      seg(`${w.calls_per_s} calls/s`, { bold: true }),
+      label(wide ? '  errors ' : '  err '),
+      seg(pct(w.error_rate_pct), errColor ? { color: errColor } : {}),
+      label('  p50 '),
+      seg(ms(w.p50_ms)),
+      label('  p95 '),
+      seg(ms(w.p95_ms)),
+      label(wide ? '  estimated ' : '  est '),
+      seg(pct(w.estimated_pct)),
+      label(wide ? '  unpriced ' : '  unpr '),
+      seg(pct(w.unpriced_pct)),
+    ],
+    [
+      label('Spend/min '),
+      seg(spark.join('') === '' ? '' : sparkline(spark), { color: 'cyan' }),
+      label(` ${spark.length}m, max ${usdTotal(max)}`),
+    ],
   ];
 }
 
@@ -87,18 +130,25 @@ function groupTables(f: Figures, s: FrameState, rows: number): Line[] {
   const table = (title: string, items: { name: string; spend: string; requests: string }[], w: number) => {
     // Each number keeps a space before it, so a wide amount is cut, never run into its neighbour.
     const nameW = w - 12 - 9;
-    const cols = (name: string, spend: string, calls: string) => `${fit(name, nameW)} ${fit(spend, 11, 'right')} ${fit(calls, 8, 'right')}`;
+    const cols = (name: string, spend: string, calls: string) =>
+      `${fit(name, nameW)} ${fit(spend, 11, 'right')} ${fit(calls, 8, 'right')}`;
     const lines = [cols(title, 'spend', 'calls')];
     for (const it of items.slice(0, rows)) lines.push(cols(it.name, usdTotal(it.spend), countShort(it.requests)));
     while (lines.length < rows + 1) lines.push(' '.repeat(w));
     return lines;
   };
-  const models = table('By model, month', f.by_model.map((m) => ({ name: `${m.provider}/${m.model}`, ...m })), leftW);
+  const models = table(
+    'By model, month',
+    f.by_model.map((m) => ({ name: `${m.provider}/${m.model}`, ...m })),
+    leftW,
+  );
   const tagTitle = f.by_tag.key === null ? 'By tag: no tags this month' : `By tag ${f.by_tag.key}, month`;
-  const tags = table(tagTitle, f.by_tag.groups.map((g) => ({ name: g.value ?? '(untagged)', ...g })), rightW);
-  return models.map((l, i) => (i === 0
-    ? [label(l), seg(' '), label(tags[i]!)]
-    : [seg(l), label('│'), seg(tags[i]!)]));
+  const tags = table(
+    tagTitle,
+    f.by_tag.groups.map((g) => ({ name: g.value ?? '(untagged)', ...g })),
+    rightW,
+  );
+  return models.map((l, i) => (i === 0 ? [label(l), seg(' '), label(tags[i]!)] : [seg(l), label('│'), seg(tags[i]!)]));
 }
 
 function tailLines(f: Figures, s: FrameState, rows: number): Line[] {
@@ -109,12 +159,24 @@ function tailLines(f: Figures, s: FrameState, rows: number): Line[] {
   const line = (cells: string[]) => cells.map((c, i) => fit(c, cols[i]!, i >= 3 ? 'right' : 'left')).join(' ') + ' ';
   const out: Line[] = [[label(line(head) + 'tags')]];
   for (const t of f.tail.slice(0, rows)) {
-    const tags = Object.entries(t.tags).map(([k, v]) => `${k}=${v}`).join(' ');
+    const tags = Object.entries(t.tags)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
     const status = t.status >= 400 ? { color: 'red' as const } : {};
-    const cells = [t.time.slice(11, 19), t.provider, t.model, `${count(t.input_tokens)}→${count(t.output_tokens)}`,
-      t.unpriced ? 'unpriced' : usd(t.cost, 6), ms(t.latency_ms)];
-    out.push([seg(line(cells)), seg(fit(String(t.status), 3, 'right'), status), seg(' '),
-      label(fit(tags, Math.max(0, s.width - fixed - 1)).trimEnd())]);
+    const cells = [
+      t.time.slice(11, 19),
+      t.provider,
+      t.model,
+      `${count(t.input_tokens)}→${count(t.output_tokens)}`,
+      t.unpriced ? 'unpriced' : usd(t.cost, 6),
+      ms(t.latency_ms),
+    ];
+    out.push([
+      seg(line(cells)),
+      seg(fit(String(t.status), 3, 'right'), status),
+      seg(' '),
+      label(fit(tags, Math.max(0, s.width - fixed - 1)).trimEnd()),
+    ]);
   }
   while (out.length < rows + 1) out.push([seg(' ')]);
   return out;
@@ -142,7 +204,10 @@ function footer(f: Figures, s: FrameState): Line {
   if (!s.error) return [label(keys)];
   // The error matters more than the key list; q and ? still say how to leave and where help is.
   const tail = '  q quit  ? help';
-  return [seg(fit(`refresh failed: ${s.error}`, Math.max(10, s.width - tail.length)).trimEnd(), { color: 'red' }), label(tail)];
+  return [
+    seg(fit(`refresh failed: ${s.error}`, Math.max(10, s.width - tail.length)).trimEnd(), { color: 'red' }),
+    label(tail),
+  ];
 }
 
 /** The whole frame: at most height - 1 lines of at most width characters. */

@@ -28,8 +28,10 @@ export function sourceFromDb(db: Pick<Db, 'query' | 'close'>): TopSource {
 const DAEMON_WAIT_MS = 10_000;
 
 const noDaemon = (dataDir: string) =>
-  new CliError(`no meter daemon is running on the embedded store in ${dataDir}: start one with \`meter start\` ` +
-    '(meter top reads the embedded store only through a running daemon), or set DATABASE_URL to read PostgreSQL');
+  new CliError(
+    `no meter daemon is running on the embedded store in ${dataDir}: start one with \`meter start\` ` +
+      '(meter top reads the embedded store only through a running daemon), or set DATABASE_URL to read PostgreSQL',
+  );
 
 /**
  * PostgreSQL and TimescaleDB: a direct connection (pending migrations applied first, as every

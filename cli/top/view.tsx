@@ -8,9 +8,15 @@ export function Frame({ lines, color }: { lines: Line[]; color: boolean }) {
     <Box flexDirection="column">
       {lines.map((line, i) => (
         <Text key={i} wrap="truncate">
-          {line.map((s, j) => (color
-            ? <Text key={j} color={s.color} bold={s.bold} dimColor={s.dim}>{s.text}</Text>
-            : s.text))}
+          {line.map((s, j) =>
+            color ? (
+              <Text key={j} color={s.color} bold={s.bold} dimColor={s.dim}>
+                {s.text}
+              </Text>
+            ) : (
+              s.text
+            ),
+          )}
         </Text>
       ))}
     </Box>

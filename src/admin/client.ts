@@ -1,6 +1,12 @@
 import type { Client } from 'undici';
 import type { Db } from '../store/types.js';
-import { runAdminCommand, type AdminArgs, type AdminCommandName, type AdminContext, type AdminResult } from './commands.js';
+import {
+  runAdminCommand,
+  type AdminArgs,
+  type AdminCommandName,
+  type AdminContext,
+  type AdminResult,
+} from './commands.js';
 import type { AdminAddress } from './server.js';
 
 const NO_SQL = 'the daemon admin API runs named commands only, not SQL (stop the daemon to open the store directly)';
@@ -18,7 +24,9 @@ export function openRemote(address: AdminAddress): RemoteStore {
     return address.socket ? new Client('http://localhost', { socketPath: address.socket }) : new Client(address.url!);
   };
   const call = async (name: string, args: unknown) => {
-    const res = await (await (client ??= connect())).request({
+    const res = await (
+      await (client ??= connect())
+    ).request({
       path: `/admin/${name}`,
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${address.token}` },
@@ -54,6 +62,11 @@ export function openRemote(address: AdminAddress): RemoteStore {
 const isRemote = (db: Db): db is RemoteStore => typeof (db as Partial<RemoteStore>).call === 'function';
 
 /** Runs a named admin command: through the daemon when it holds the store, else directly. */
-export function adminCall<N extends AdminCommandName>(db: Db, name: N, args: AdminArgs<N>, ctx: AdminContext = {}): Promise<AdminResult<N>> {
+export function adminCall<N extends AdminCommandName>(
+  db: Db,
+  name: N,
+  args: AdminArgs<N>,
+  ctx: AdminContext = {},
+): Promise<AdminResult<N>> {
   return isRemote(db) ? db.call(name, args) : runAdminCommand(db, name, args, ctx);
 }

@@ -28,7 +28,10 @@ interface AdminCommand<A extends z.ZodType, R> {
   run(db: Db, args: z.output<A>, ctx: AdminContext): Promise<R>;
 }
 
-const command = <A extends z.ZodType, R>(args: A, run: AdminCommand<A, R>['run']): AdminCommand<A, R> => ({ args, run });
+const command = <A extends z.ZodType, R>(args: A, run: AdminCommand<A, R>['run']): AdminCommand<A, R> => ({
+  args,
+  run,
+});
 
 const name = z.string().min(1).max(256);
 const none = z.strictObject({});
@@ -54,7 +57,8 @@ export const adminCommands = {
   ...statementCommands(TOP_STATEMENTS),
 
   'schema.versions': command(none, (db) =>
-    db.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')),
+    db.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version'),
+  ),
 
   'plans.list': command(none, async (db) => [...(await loadPlans(db)).values()]),
   'plans.set': command(
@@ -71,22 +75,35 @@ export const adminCommands = {
     (db, { plan, ...edits }) => updatePlan(db, plan, edits),
   ),
 
-  'accounts.create': command(z.strictObject({ name, plan: name.optional() }), (db, a) => createAccount(db, a.name, a.plan)),
+  'accounts.create': command(z.strictObject({ name, plan: name.optional() }), (db, a) =>
+    createAccount(db, a.name, a.plan),
+  ),
   'accounts.list': command(none, (db) => listAccounts(db)),
   'accounts.setPlan': command(z.strictObject({ name, plan: name }), (db, a) => setAccountPlan(db, a.name, a.plan)),
 
-  'keys.create': command(z.strictObject({ account: name, name: z.string().max(256).optional() }), (db, a) => createKey(db, a.account, a.name)),
+  'keys.create': command(z.strictObject({ account: name, name: z.string().max(256).optional() }), (db, a) =>
+    createKey(db, a.account, a.name),
+  ),
   'keys.list': command(z.strictObject({ account: name.optional() }), (db, a) => listKeys(db, a.account)),
   'keys.revoke': command(z.strictObject({ id: z.string().min(1).max(512) }), (db, a) => revokeKey(db, a.id)),
   'keys.rotate': command(
-    z.strictObject({ id: z.string().min(1).max(512), graceSeconds: z.number().int().min(0).max(10 * 365 * 86_400) }),
+    z.strictObject({
+      id: z.string().min(1).max(512),
+      graceSeconds: z
+        .number()
+        .int()
+        .min(0)
+        .max(10 * 365 * 86_400),
+    }),
     (db, a) => rotateKey(db, a.id, a.graceSeconds),
   ),
 
   'budget.set': command(
     z.strictObject({
       account: name,
-      monthlyUsd: z.string().refine((v) => parseBudgetUsd(v) !== undefined, 'a USD amount greater than 0 with up to 8 decimals'),
+      monthlyUsd: z
+        .string()
+        .refine((v) => parseBudgetUsd(v) !== undefined, 'a USD amount greater than 0 with up to 8 decimals'),
       hardCap: z.boolean(),
     }),
     async (db, a) => {
@@ -98,22 +115,48 @@ export const adminCommands = {
   'budget.clear': command(account, (db, a) => clearBudget(db, a.account)),
 
   'alerts.add': command(
-    z.strictObject({ account: name, kind: z.enum(CHANNEL_KINDS), target: z.string().min(1).max(2048), secret: z.string().max(1024).optional() }),
-    (db, a) => addChannel(db, a.account, a.kind, validateTarget(a.kind, a.target), a.secret === undefined ? undefined : validateSecret(a.secret)),
+    z.strictObject({
+      account: name,
+      kind: z.enum(CHANNEL_KINDS),
+      target: z.string().min(1).max(2048),
+      secret: z.string().max(1024).optional(),
+    }),
+    (db, a) =>
+      addChannel(
+        db,
+        a.account,
+        a.kind,
+        validateTarget(a.kind, a.target),
+        a.secret === undefined ? undefined : validateSecret(a.secret),
+      ),
   ),
   'alerts.list': command(z.strictObject({ account: name.optional() }), (db, a) => listChannels(db, a.account)),
   'alerts.remove': command(z.strictObject({ id: z.string().min(1).max(64) }), (db, a) => removeChannel(db, a.id)),
   'pricing.reprice': command(
-    z.strictObject({ since: z.string().max(64).refine((v) => !Number.isNaN(Date.parse(v)), 'an ISO date or timestamp') }),
+    z.strictObject({
+      since: z
+        .string()
+        .max(64)
+        .refine((v) => !Number.isNaN(Date.parse(v)), 'an ISO date or timestamp'),
+    }),
     async (db, a, ctx) => {
       // Loaded here: the price catalogue is not needed by the other commands.
-      const [{ Pricer }, { repriceUnpriced }] = await Promise.all([import('../pricing/index.js'), import('../pricing/reprice.js')]);
+      const [{ Pricer }, { repriceUnpriced }] = await Promise.all([
+        import('../pricing/index.js'),
+        import('../pricing/reprice.js'),
+      ]);
       return repriceUnpriced(db, new Pricer({ pricesFile: ctx.pricesFile }), new Date(a.since));
     },
   ),
   'alerts.test': command(account, async (db, a, ctx) => {
     const results = await sendTestAlerts(db, a.account, { timeoutMs: 10_000, smtpUrl: ctx.smtpUrl });
-    return results.map((r) => ({ id: r.channel.id, kind: r.channel.kind, ok: r.result.ok, detail: r.detail, duration_ms: Math.round(r.result.durationMs) }));
+    return results.map((r) => ({
+      id: r.channel.id,
+      kind: r.channel.kind,
+      ok: r.result.ok,
+      detail: r.detail,
+      duration_ms: Math.round(r.result.durationMs),
+    }));
   }),
 };
 
@@ -133,7 +176,12 @@ export function isAdminCommand(name: string): name is AdminCommandName {
 
 /** Validates the arguments and runs one command on a store this process holds. The result is
  *  what a caller through the daemon would get (JSON: dates as ISO strings). */
-export async function runAdminCommand<N extends AdminCommandName>(db: Db, name: N, args: unknown, ctx: AdminContext): Promise<AdminResult<N>> {
+export async function runAdminCommand<N extends AdminCommandName>(
+  db: Db,
+  name: N,
+  args: unknown,
+  ctx: AdminContext,
+): Promise<AdminResult<N>> {
   const entry = adminCommands[name] as unknown as AdminCommand<z.ZodType, AdminResult<N>>;
   const parsed = entry.args.safeParse(args ?? {});
   if (!parsed.success) {

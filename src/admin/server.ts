@@ -31,7 +31,12 @@ const USER_ERRORS = new Set(['AdminError', 'BudgetAdminError', 'UnknownPlanError
  * for the OS, a random port on 127.0.0.1. Either way the caller also needs the token, which is
  * only in the 0600 lock file.
  */
-export async function startAdminServer(db: Db, dataDir: string, ctx: AdminContext, logger: Logger): Promise<AdminAddress & { close(): Promise<void> }> {
+export async function startAdminServer(
+  db: Db,
+  dataDir: string,
+  ctx: AdminContext,
+  logger: Logger,
+): Promise<AdminAddress & { close(): Promise<void> }> {
   const token = randomBytes(32).toString('base64url');
   const expected = Buffer.from(`Bearer ${token}`);
 
@@ -42,8 +47,13 @@ export async function startAdminServer(db: Db, dataDir: string, ctx: AdminContex
     }
     const name = (req.url ?? '').startsWith('/admin/') ? req.url!.slice('/admin/'.length) : '';
     if (req.method !== 'POST' || !isAdminCommand(name)) {
-      return sendError(res, 404, 'not_found', `admin API: no command ${req.method} ${JSON.stringify((req.url ?? '').slice(0, 100))}; ` +
-        `POST /admin/<command>, command one of ${Object.keys(adminCommands).join(', ')}`);
+      return sendError(
+        res,
+        404,
+        'not_found',
+        `admin API: no command ${req.method} ${JSON.stringify((req.url ?? '').slice(0, 100))}; ` +
+          `POST /admin/<command>, command one of ${Object.keys(adminCommands).join(', ')}`,
+      );
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -59,10 +69,11 @@ export async function startAdminServer(db: Db, dataDir: string, ctx: AdminContex
       return sendError(res, 400, 'invalid_parameter', 'admin API: the body must be a JSON object of arguments');
     }
     try {
-      sendJson(res, 200, { result: await runAdminCommand(db, name, args, ctx) ?? null });
+      sendJson(res, 200, { result: (await runAdminCommand(db, name, args, ctx)) ?? null });
     } catch (err) {
       const e = err as Error;
-      if (USER_ERRORS.has(e.name) || e instanceof AdminArgsError) return sendError(res, 400, 'invalid_parameter', e.message);
+      if (USER_ERRORS.has(e.name) || e instanceof AdminArgsError)
+        return sendError(res, 400, 'invalid_parameter', e.message);
       logger.error({ command: name, err: { message: e.message } }, 'admin command failed');
       sendError(res, 500, 'internal_error', `${name} failed: ${e.message}`);
     }
@@ -84,7 +95,10 @@ export async function startAdminServer(db: Db, dataDir: string, ctx: AdminContex
     chmodSync(socket, 0o600);
     address = { socket, token };
   } else {
-    logger.warn({ dataDir }, 'METER_DATA_DIR is too long for a Unix socket path: the admin API listens on a random 127.0.0.1 port instead');
+    logger.warn(
+      { dataDir },
+      'METER_DATA_DIR is too long for a Unix socket path: the admin API listens on a random 127.0.0.1 port instead',
+    );
     address = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token };
   }
   return {

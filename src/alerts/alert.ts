@@ -54,7 +54,12 @@ export function webhookBody(a: BudgetAlert): string {
     spend: raw(a.spend),
     budget: rawOrNull(a.budget),
     utilization_pct: rawOrNull(a.utilization_pct),
-    top_models: a.top_models.map((m) => ({ provider: m.provider, model: m.model, spend: raw(m.spend), requests: raw(m.requests) })),
+    top_models: a.top_models.map((m) => ({
+      provider: m.provider,
+      model: m.model,
+      spend: raw(m.spend),
+      requests: raw(m.requests),
+    })),
     top_tags: a.top_tags.map((t) => ({ key: t.key, value: t.value, spend: raw(t.spend), requests: raw(t.requests) })),
     created_at: a.created_at,
   });
@@ -68,7 +73,10 @@ export function alertHeadline(a: BudgetAlert): string {
 
 /** Label/value pairs shown by the human-facing channels. */
 export function alertFacts(a: BudgetAlert): [string, string][] {
-  const facts: [string, string][] = [['Account', a.account], ['Month', a.month]];
+  const facts: [string, string][] = [
+    ['Account', a.account],
+    ['Month', a.month],
+  ];
   if (a.level !== null) facts.push(['Level', `${a.level}%`]);
   facts.push(['Spend', `$${a.spend}`]);
   facts.push(['Budget', a.budget === null ? 'none set' : `$${a.budget}`]);

@@ -5,14 +5,16 @@ import type { ChannelKind } from './alert.js';
 
 /** What `meter alerts add|list|remove` does to the store; each write is one statement. */
 
-const EMAIL_RE = /^[^\s@<>(),;:"\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
+const EMAIL_RE =
+  /^[^\s@<>(),;:"\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
 const MIN_SECRET = 16;
 
 /** Checks a channel target; returns it trimmed or throws a one-line error naming the flag. */
 export function validateTarget(kind: ChannelKind, value: string): string {
   const v = value.trim();
   if (kind === 'email') {
-    if (!EMAIL_RE.test(v)) throw new BudgetAdminError(`--email "${v}" is not an e-mail address (expected name@example.com)`);
+    if (!EMAIL_RE.test(v))
+      throw new BudgetAdminError(`--email "${v}" is not an e-mail address (expected name@example.com)`);
     return v;
   }
   let url: URL | undefined;
@@ -62,9 +64,14 @@ export interface AddedChannel {
 }
 
 export async function addChannel(
-  db: Queryable, account: string, kind: ChannelKind, target: string, secret?: string,
+  db: Queryable,
+  account: string,
+  kind: ChannelKind,
+  target: string,
+  secret?: string,
 ): Promise<AddedChannel> {
-  const generated = kind === 'webhook' && secret === undefined ? `whsec_${randomBytes(24).toString('base64url')}` : undefined;
+  const generated =
+    kind === 'webhook' && secret === undefined ? `whsec_${randomBytes(24).toString('base64url')}` : undefined;
   const id = randomBytes(6).toString('hex');
   const [row] = await db.query<{ created_at: Date | string }>(
     `INSERT INTO alert_channels (id, account_id, kind, target, secret)
@@ -90,8 +97,14 @@ export interface ChannelListing {
 /** Channels with their last delivery status; never the webhook secrets. */
 export async function listChannels(db: Queryable, account?: string): Promise<ChannelListing[]> {
   const rows = await db.query<{
-    id: string; account: string; kind: ChannelKind; target: string; created_at: Date | string;
-    last_status: ChannelListing['last_status']; last_detail: string | null; last_attempt_at: Date | string | null;
+    id: string;
+    account: string;
+    kind: ChannelKind;
+    target: string;
+    created_at: Date | string;
+    last_status: ChannelListing['last_status'];
+    last_detail: string | null;
+    last_attempt_at: Date | string | null;
   }>(
     `SELECT c.id, a.name AS account, c.kind, c.target, c.created_at, c.last_status, c.last_detail, c.last_attempt_at
        FROM alert_channels c JOIN accounts a ON a.id = c.account_id
@@ -104,8 +117,14 @@ export async function listChannels(db: Queryable, account?: string): Promise<Cha
     if (known.length === 0) throw unknownAccount(account);
   }
   return rows.map((r) => ({
-    id: r.id, account: r.account, kind: r.kind, target: displayTarget(r.kind, r.target), created_at: iso(r.created_at),
-    last_status: r.last_status, last_detail: r.last_detail, last_attempt_at: r.last_attempt_at === null ? null : iso(r.last_attempt_at),
+    id: r.id,
+    account: r.account,
+    kind: r.kind,
+    target: displayTarget(r.kind, r.target),
+    created_at: iso(r.created_at),
+    last_status: r.last_status,
+    last_detail: r.last_detail,
+    last_attempt_at: r.last_attempt_at === null ? null : iso(r.last_attempt_at),
   }));
 }
 

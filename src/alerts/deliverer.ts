@@ -39,7 +39,11 @@ export class AlertDeliverer implements Component {
   /** Attempts by `kind result` (result: delivered, retrying, failed), for /metrics. */
   private readonly attempts = new Map<string, number>();
 
-  constructor(private readonly db: Db, private readonly logger: Logger, private readonly opts: AlertDelivererOptions) {}
+  constructor(
+    private readonly db: Db,
+    private readonly logger: Logger,
+    private readonly opts: AlertDelivererOptions,
+  ) {}
 
   start(): void {
     this.schedule(0);
@@ -67,29 +71,43 @@ export class AlertDeliverer implements Component {
   }
 
   private async deliver(d: ClaimedDelivery): Promise<void> {
-    const result = await sendToChannel(d.channel, d.alert, { timeoutMs: this.opts.timeoutMs, smtpUrl: this.opts.smtpUrl });
+    const result = await sendToChannel(d.channel, d.alert, {
+      timeoutMs: this.opts.timeoutMs,
+      smtpUrl: this.opts.smtpUrl,
+    });
     const retryInMs = retryDelayMs(this.opts.retry, d.attempts);
     const status = await recordDeliveryAttempt(this.db, d, result, retryInMs, this.opts.retry.giveUpAfterMs);
     // Channel id and kind only: targets (Slack/Teams URLs) and secrets are credentials.
     const outcome = result.ok ? 'delivered' : status === 'failed' ? 'failed' : 'retrying';
     const key = `${d.channel.kind} ${outcome}`;
     this.attempts.set(key, (this.attempts.get(key) ?? 0) + 1);
-    const fields = { delivery_id: d.id, event_id: d.alert.id, channel_id: d.channel.id, kind: d.channel.kind, attempt: d.attempts };
+    const fields = {
+      delivery_id: d.id,
+      event_id: d.alert.id,
+      channel_id: d.channel.id,
+      kind: d.channel.kind,
+      attempt: d.attempts,
+    };
     if (result.ok) this.logger.info({ ...fields, duration_ms: result.durationMs }, 'alert delivered');
-    else if (status === 'failed') this.logger.error({ ...fields, error: result.error }, 'alert delivery failed for good; giving up');
-    else this.logger.warn({ ...fields, error: result.error, retry_in_ms: retryInMs }, 'alert delivery failed; will retry');
+    else if (status === 'failed')
+      this.logger.error({ ...fields, error: result.error }, 'alert delivery failed for good; giving up');
+    else
+      this.logger.warn({ ...fields, error: result.error, retry_in_ms: retryInMs }, 'alert delivery failed; will retry');
   }
 
   /** meter_alert_deliveries_total{channel, result}: channel kinds only, never targets. */
   registerMetrics(metrics: DaemonMetrics): void {
-    metrics.counter('meter_alert_deliveries_total',
+    metrics.counter(
+      'meter_alert_deliveries_total',
       'Budget alert delivery attempts, by channel kind and result (delivered, retrying: will be retried, failed: given up)',
-      ['channel', 'result'], (emit) => {
+      ['channel', 'result'],
+      (emit) => {
         for (const [key, n] of this.attempts) {
           const [channel, result] = key.split(' ') as [string, string];
           emit({ channel, result }, n);
         }
-      });
+      },
+    );
   }
 
   private schedule(delayMs: number): void {

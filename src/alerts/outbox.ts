@@ -17,7 +17,13 @@ export interface ClaimedDelivery {
  */
 export async function claimDueDeliveries(db: Queryable, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
   const rows = await db.query<{
-    id: string; attempts: number; payload: BudgetAlert; channel_id: string; kind: ChannelKind; target: string; secret: string | null;
+    id: string;
+    attempts: number;
+    payload: BudgetAlert;
+    channel_id: string;
+    kind: ChannelKind;
+    target: string;
+    secret: string | null;
   }>(
     `WITH due AS (
        SELECT d.id FROM alert_deliveries d
@@ -91,8 +97,17 @@ export async function recordDeliveryAttempt(
        RETURNING 1
      )
      SELECT status FROM upd`,
-    [d.id, d.channel.id, r.ok, r.statusCode ?? null, r.ok ? null : (r.error ?? 'failed'), r.durationMs, retryInMs, giveUpAfterMs,
-      resultDetail(d.channel.kind, r)],
+    [
+      d.id,
+      d.channel.id,
+      r.ok,
+      r.statusCode ?? null,
+      r.ok ? null : (r.error ?? 'failed'),
+      r.durationMs,
+      retryInMs,
+      giveUpAfterMs,
+      resultDetail(d.channel.kind, r),
+    ],
   );
   return row?.status;
 }

@@ -30,22 +30,37 @@ export async function sendTestAlerts(db: Queryable, account: string, opts: SendO
   if (live.length === 0) return [];
   const view = await showBudget(db, account, now);
   const alert = await composeAlert(db, {
-    type: 'budget.test', accountId: channels[0]!.account_id, account, window: monthWindow(now),
-    level: null, spend: view.spend, budget: view.budget, createdAt: now,
+    type: 'budget.test',
+    accountId: channels[0]!.account_id,
+    account,
+    window: monthWindow(now),
+    level: null,
+    spend: view.spend,
+    budget: view.budget,
+    createdAt: now,
   });
-  return Promise.all(live.map(async (channel) => {
-    const result = await sendToChannel(channel, alert, opts);
-    const detail = resultDetail(channel.kind, result);
-    await db.query(
-      `WITH attempt AS (
+  return Promise.all(
+    live.map(async (channel) => {
+      const result = await sendToChannel(channel, alert, opts);
+      const detail = resultDetail(channel.kind, result);
+      await db.query(
+        `WITH attempt AS (
          INSERT INTO alert_delivery_attempts (delivery_id, channel_id, ok, status_code, error, duration_ms)
          VALUES (NULL, $1, $2::boolean, $3::int, $4::text, $5::double precision)
        )
        UPDATE alert_channels SET last_status = CASE WHEN $2::boolean THEN 'delivered' ELSE 'failed' END,
               last_detail = $6::text, last_attempt_at = now()
         WHERE id = $1`,
-      [channel.id, result.ok, result.statusCode ?? null, result.ok ? null : (result.error ?? 'failed'), result.durationMs, detail],
-    );
-    return { channel: { id: channel.id, kind: channel.kind }, result, detail };
-  }));
+        [
+          channel.id,
+          result.ok,
+          result.statusCode ?? null,
+          result.ok ? null : (result.error ?? 'failed'),
+          result.durationMs,
+          detail,
+        ],
+      );
+      return { channel: { id: channel.id, kind: channel.kind }, result, detail };
+    }),
+  );
 }

@@ -27,7 +27,13 @@ export interface AnalyticsOptions {
 
 type Run = (principal: Principal, search: URLSearchParams) => Promise<ParamResult<JsonValue>>;
 
-export function createAnalytics({ store, authenticator, now = () => new Date(), planGate, retentionVisibility }: AnalyticsOptions): Component {
+export function createAnalytics({
+  store,
+  authenticator,
+  now = () => new Date(),
+  planGate,
+  retentionVisibility,
+}: AnalyticsOptions): Component {
   const gate = planGate ?? createPlanGate(store);
 
   /** Validates the query string, then runs the endpoint's query for the caller's account. */
@@ -39,29 +45,49 @@ export function createAnalytics({ store, authenticator, now = () => new Date(), 
     summary: (who, q) => withParams(parseParams(summaryParams, q), () => summary(store, who.accountId, now())),
     'by-tag': (who, q) =>
       withParams(parseParams(byTagParams, q), (p) => byTag(store, who.accountId, now(), p.key, p.period)),
-    events: (who, q) => withParams(parseParams(eventsParams, q), (p) => listEvents(store, who.accountId, p, { retentionVisibility, now: now() })),
+    events: (who, q) =>
+      withParams(parseParams(eventsParams, q), (p) =>
+        listEvents(store, who.accountId, p, { retentionVisibility, now: now() }),
+      ),
   };
-  const routeList = Object.keys(endpoints).map((e) => `/analytics/${e}`).join(', ');
+  const routeList = Object.keys(endpoints)
+    .map((e) => `/analytics/${e}`)
+    .join(', ');
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const principal = await authenticator.authenticate(req.headers);
     if (!principal) {
-      return sendError(res, 401, 'invalid_api_key',
-        'a valid service key is required: send Authorization: Bearer mk_… or X-Meter-Key: mk_…');
+      return sendError(
+        res,
+        401,
+        'invalid_api_key',
+        'a valid service key is required: send Authorization: Bearer mk_… or X-Meter-Key: mk_…',
+      );
     }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const name = url.pathname.replace(/^\/analytics\//, '').replace(/\/$/, '');
     const run = Object.hasOwn(endpoints, name) ? endpoints[name as Endpoint] : undefined;
     if (!run) return sendError(res, 404, 'not_found', `no analytics route ${url.pathname}: try ${routeList}`);
     if (req.method !== 'GET') {
-      return sendError(res, 405, 'method_not_allowed',
-        `${req.method} is not allowed on ${url.pathname}: analytics endpoints answer GET`, { headers: { allow: 'GET' } });
+      return sendError(
+        res,
+        405,
+        'method_not_allowed',
+        `${req.method} is not allowed on ${url.pathname}: analytics endpoints answer GET`,
+        { headers: { allow: 'GET' } },
+      );
     }
     const included = await gate.endpoints(principal.plan);
     if (!included.has(name)) {
-      const has = included.size ? `it includes ${[...included].map((e) => `/analytics/${e}`).join(', ')}` : 'it includes no analytics';
-      return sendError(res, 403, 'plan_required',
-        `the ${principal.plan} plan does not include ${url.pathname} (${has}); upgrade the account's plan to use it`);
+      const has = included.size
+        ? `it includes ${[...included].map((e) => `/analytics/${e}`).join(', ')}`
+        : 'it includes no analytics';
+      return sendError(
+        res,
+        403,
+        'plan_required',
+        `the ${principal.plan} plan does not include ${url.pathname} (${has}); upgrade the account's plan to use it`,
+      );
     }
     const result = await run(principal, url.searchParams);
     if (!result.ok) return sendError(res, 400, 'invalid_parameter', result.message);

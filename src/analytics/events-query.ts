@@ -50,10 +50,19 @@ const visibleSince = (now: string, account: string) => `time >= (
   FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = ${account})`;
 
 export async function listEvents(
-  db: Queryable, accountId: string, p: EventsParams, opts: { retentionVisibility?: boolean; now?: Date } = {},
+  db: Queryable,
+  accountId: string,
+  p: EventsParams,
+  opts: { retentionVisibility?: boolean; now?: Date } = {},
 ): Promise<JsonValue> {
   const strategy = p.tag
-    ? await chooseTagStrategy(db, accountId, p.tag, { fromDay: p.from && utcDayOf(p.from), toDay: dayOfUpperBound(p) }, p.limit)
+    ? await chooseTagStrategy(
+        db,
+        accountId,
+        p.tag,
+        { fromDay: p.from && utcDayOf(p.from), toDay: dayOfUpperBound(p) },
+        p.limit,
+      )
     : undefined;
   if (strategy === 'none') return { events: [], next_cursor: null };
 
@@ -68,7 +77,8 @@ export async function listEvents(
     where.push(`account_id = ${arg(accountId)}`);
     if (p.tag) where.push(`tags @> ${arg(JSON.stringify({ [p.tag.key]: p.tag.value }))}::jsonb`);
   }
-  if (opts.retentionVisibility) where.push(visibleSince(arg((opts.now ?? new Date()).toISOString()), `${arg(accountId)}::uuid`));
+  if (opts.retentionVisibility)
+    where.push(visibleSince(arg((opts.now ?? new Date()).toISOString()), `${arg(accountId)}::uuid`));
   if (p.provider) where.push(`provider = ${arg(p.provider)}`);
   if (p.model) where.push(`model = ${arg(p.model)}`);
   if (p.from) where.push(`time >= ${arg(p.from)}::timestamptz`);
@@ -78,9 +88,10 @@ export async function listEvents(
   const order = `ORDER BY time DESC, event_id DESC LIMIT ${arg(p.limit + 1)}`;
   // One row more than asked tells whether another page exists. A lookup is materialised first
   // so the planner cannot trade the few matches for a walk of the whole table in time order.
-  const sql = strategy === 'lookup'
-    ? `WITH matches AS MATERIALIZED (SELECT * ${filter}) SELECT ${COLUMNS} FROM matches ${order}`
-    : `SELECT ${COLUMNS} ${filter} ${order}`;
+  const sql =
+    strategy === 'lookup'
+      ? `WITH matches AS MATERIALIZED (SELECT * ${filter}) SELECT ${COLUMNS} FROM matches ${order}`
+      : `SELECT ${COLUMNS} ${filter} ${order}`;
   const rows = await db.query<EventRow>(sql, params);
   const page = rows.slice(0, p.limit);
   const last = page[page.length - 1];

@@ -48,8 +48,10 @@ function instantParam(name: string) {
       if (v === undefined) return undefined;
       const m = re.exec(v);
       // V8 accepts 2026-02-30 as 2 March: the date part must round-trip.
-      const realDay = m && !Number.isNaN(Date.parse(`${m[1]}T00:00:00Z`))
-        && new Date(`${m[1]}T00:00:00Z`).toISOString().startsWith(m[1]!);
+      const realDay =
+        m &&
+        !Number.isNaN(Date.parse(`${m[1]}T00:00:00Z`)) &&
+        new Date(`${m[1]}T00:00:00Z`).toISOString().startsWith(m[1]!);
       const iso = m && (m[2] ? `${m[1]}T${m[2]}${m[3] ?? 'Z'}` : `${m[1]}T00:00:00Z`);
       if (!realDay || !iso || Number.isNaN(Date.parse(iso))) {
         ctx.addIssue({ code: 'custom', message: `${rule}, got ${shown(v)}` });
@@ -86,7 +88,8 @@ export const eventsParams = z
       .transform((v, ctx) => {
         if (v === undefined) return undefined;
         const c = decodeCursor(v);
-        if (!c) ctx.addIssue({ code: 'custom', message: 'cursor must be a next_cursor value returned by /analytics/events' });
+        if (!c)
+          ctx.addIssue({ code: 'custom', message: 'cursor must be a next_cursor value returned by /analytics/events' });
         return c ?? z.NEVER;
       }),
     provider: enumParam('provider', PROVIDER_SLUGS).optional(),
@@ -115,7 +118,11 @@ export const eventsParams = z
   })
   .superRefine((p, ctx) => {
     if (p.from && p.to && micros(p.from) >= micros(p.to)) {
-      ctx.addIssue({ code: 'custom', path: ['to'], message: 'to must be later than from (from is inclusive, to exclusive)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['to'],
+        message: 'to must be later than from (from is inclusive, to exclusive)',
+      });
     }
   });
 
@@ -136,7 +143,9 @@ export function parseParams<S extends z.ZodObject>(schema: S, search: URLSearchP
   if (issue.code === 'unrecognized_keys') {
     const name = issue.keys[0]!;
     const allowed = Object.keys(schema.shape);
-    const known = allowed.length ? `: this endpoint takes ${allowed.join(', ')}` : ': this endpoint takes no parameters';
+    const known = allowed.length
+      ? `: this endpoint takes ${allowed.join(', ')}`
+      : ': this endpoint takes no parameters';
     return { ok: false, param: name, message: `unknown parameter ${shown(name)}${known}` };
   }
   const param = String(issue.path[0] ?? '');

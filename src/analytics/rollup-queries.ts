@@ -26,7 +26,9 @@ ORDER BY w.day`;
 export async function daily(db: Queryable, accountId: string, now: Date, days: number): Promise<JsonValue> {
   const { from, to } = dailyWindow(now, days);
   const rows = await db.query<{ date: string; spend: string; requests: string }>(DAILY_SQL, [
-    accountId, from, addDays(to, 1),
+    accountId,
+    from,
+    addDays(to, 1),
   ]);
   return { days: rows.map((r) => ({ date: r.date, spend: money(r.spend), requests: integer(r.requests) })) };
 }
@@ -54,7 +56,12 @@ WHERE account_id = $1 AND day >= $2::date AND day < $3::date
 GROUP BY provider, model
 ORDER BY sum(spend) DESC, sum(requests) DESC, provider, model`;
 
-interface TotalsRow { spend: string; requests: string; budget: string | null; hard_cap: boolean }
+interface TotalsRow {
+  spend: string;
+  requests: string;
+  budget: string | null;
+  hard_cap: boolean;
+}
 
 /** The month's calls recorded without a price: the one raw-event read of the summary, through
  *  the small partial index of sql/030 (only unpriced rows are in it). Counts what is still held
@@ -63,7 +70,14 @@ const UNPRICED_SQL = `
 SELECT count(*)::text AS n FROM usage_events
 WHERE account_id = $1 AND unpriced
   AND time >= $2::date::timestamp AT TIME ZONE 'UTC' AND time < $3::date::timestamp AT TIME ZONE 'UTC'`;
-interface ModelRow { provider: string; model: string; spend: string; requests: string; input_tokens: string; output_tokens: string }
+interface ModelRow {
+  provider: string;
+  model: string;
+  spend: string;
+  requests: string;
+  input_tokens: string;
+  output_tokens: string;
+}
 
 export async function summary(db: Queryable, accountId: string, now: Date): Promise<JsonValue> {
   const { month, from, to } = currentMonth(now);
@@ -116,10 +130,19 @@ SELECT g.value, g.spend::text AS spend, g.requests::text AS requests
 FROM (SELECT * FROM tagged UNION ALL SELECT * FROM untagged WHERE requests > 0 OR spend <> 0) AS g
 ORDER BY g.spend DESC, g.requests DESC, g.value ASC NULLS LAST -- g.: the numbers, not their text`;
 
-export async function byTag(db: Queryable, accountId: string, now: Date, key: string, period: Period): Promise<JsonValue> {
+export async function byTag(
+  db: Queryable,
+  accountId: string,
+  now: Date,
+  key: string,
+  period: Period,
+): Promise<JsonValue> {
   const { from, to } = currentPeriod(now, period);
   const rows = await db.query<{ value: string | null; spend: string; requests: string }>(BY_TAG_SQL, [
-    accountId, key, from, to,
+    accountId,
+    key,
+    from,
+    to,
   ]);
   return {
     key,

@@ -40,7 +40,12 @@ export async function chooseTagStrategy(
   limit: number,
 ): Promise<TagStrategy> {
   const [row] = await db.query<{ matches: string; total: string }>(ESTIMATE_SQL, [
-    accountId, tag.key, tag.value, TAG_OVERFLOW_VALUE, window.fromDay ?? null, window.toDay ?? null,
+    accountId,
+    tag.key,
+    tag.value,
+    TAG_OVERFLOW_VALUE,
+    window.fromDay ?? null,
+    window.toDay ?? null,
   ]);
   const matches = Number(row?.matches ?? 0);
   const total = Number(row?.total ?? 0);

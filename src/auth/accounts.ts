@@ -59,10 +59,19 @@ export async function listAccounts(db: Queryable): Promise<Account[]> {
      FROM accounts a LEFT JOIN api_keys k ON k.account_id = a.id
      GROUP BY a.id ORDER BY a.name`,
   );
-  return rows.map((r) => ({ name: r.name, plan: r.plan, created_at: isoTime(r.created_at), active_keys: Number(r.active_keys) }));
+  return rows.map((r) => ({
+    name: r.name,
+    plan: r.plan,
+    created_at: isoTime(r.created_at),
+    active_keys: Number(r.active_keys),
+  }));
 }
 
-export async function setAccountPlan(db: Queryable, name: string, plan: string): Promise<{ name: string; plan: string; previous: string }> {
+export async function setAccountPlan(
+  db: Queryable,
+  name: string,
+  plan: string,
+): Promise<{ name: string; plan: string; previous: string }> {
   const rows = await db.query<{ name: string; plan: string; previous: string }>(
     `UPDATE accounts a SET plan = p.name, updated_at = now()
      FROM plans p, (SELECT id, plan FROM accounts WHERE name = $1) old

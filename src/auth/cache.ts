@@ -66,7 +66,10 @@ export class KeyCache implements Authenticator {
   /** Date.now() of the last successful read of the store (for /metrics). */
   private refreshedAt = 0;
 
-  constructor(private readonly db: Queryable, private readonly opts: KeyCacheOptions) {
+  constructor(
+    private readonly db: Queryable,
+    private readonly opts: KeyCacheOptions,
+  ) {
     this.negativeTtlMs = opts.negativeTtlMs ?? 10_000;
     this.maxMissLookups = opts.maxMissLookups ?? 4;
   }
@@ -104,7 +107,8 @@ export class KeyCache implements Authenticator {
       );
       for (const row of rows) {
         this.put(row);
-        if (new Date(row.changed_at as string).getTime() > new Date(this.watermark as string).getTime()) this.watermark = row.changed_at;
+        if (new Date(row.changed_at as string).getTime() > new Date(this.watermark as string).getTime())
+          this.watermark = row.changed_at;
       }
       this.refreshedAt = Date.now();
     } catch (err) {
@@ -119,7 +123,12 @@ export class KeyCache implements Authenticator {
       hash: Buffer.from(row.secret_hash, 'hex'),
       revoked: row.revoked,
       expiresAt: expires,
-      principal: Object.freeze({ keyId: row.id, accountId: row.account_id, accountName: row.account_name, plan: row.plan }),
+      principal: Object.freeze({
+        keyId: row.id,
+        accountId: row.account_id,
+        accountName: row.account_name,
+        plan: row.plan,
+      }),
     };
     this.keys.set(row.id, record);
     this.unknown.delete(row.id);

@@ -10,7 +10,8 @@ export function parseDuration(value: string, what = 'duration'): number {
   if (v === '0') return 0;
   const m = DURATION.exec(v);
   const seconds = m ? Number(m[1]) * UNIT_SECONDS[m[2]!]! : NaN;
-  if (!Number.isFinite(seconds)) throw new Error(`invalid ${what} ${JSON.stringify(value)}: expected ${DURATION_FORMS}`);
+  if (!Number.isFinite(seconds))
+    throw new Error(`invalid ${what} ${JSON.stringify(value)}: expected ${DURATION_FORMS}`);
   if (seconds > MAX_SECONDS) throw new Error(`invalid ${what} ${JSON.stringify(value)}: at most 365d`);
   return seconds;
 }

@@ -44,20 +44,21 @@ export async function createKey(db: Queryable, account: string, name?: string): 
   // same snapshot, so each first locks the account row: the second counts after the first
   // committed (a new statement, a new snapshot). The embedded store runs one statement at a
   // time (it may be reached through a daemon's admin API, where a transaction cannot span calls).
-  const insert = (q: Queryable) => q.query<{ id: string; name: string | null; created_at: unknown }>(
-    `INSERT INTO api_keys (id, account_id, name, secret_hash)
+  const insert = (q: Queryable) =>
+    q.query<{ id: string; name: string | null; created_at: unknown }>(
+      `INSERT INTO api_keys (id, account_id, name, secret_hash)
      SELECT $1, a.id, $3, decode($4, 'hex')
      FROM accounts a JOIN plans p ON p.name = a.plan
      WHERE a.name = $2
        AND (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND ${WORKS}) < p.max_active_keys
      RETURNING id, name, created_at`,
-    [id, account, name ?? null, hashSecret(secret).toString('hex')],
-  );
+      [id, account, name ?? null, hashSecret(secret).toString('hex')],
+    );
   const rows = isServer(db)
     ? await db.transaction(async (tx) => {
-      await tx.query('SELECT 1 FROM accounts WHERE name = $1 FOR NO KEY UPDATE', [account]);
-      return insert(tx);
-    })
+        await tx.query('SELECT 1 FROM accounts WHERE name = $1 FOR NO KEY UPDATE', [account]);
+        return insert(tx);
+      })
     : await insert(db);
   const row = rows[0];
   if (row) return { id: row.id, key, account, name: row.name, created_at: isoTime(row.created_at) };
@@ -74,8 +75,13 @@ export async function createKey(db: Queryable, account: string, name?: string): 
 
 export async function listKeys(db: Queryable, account?: string): Promise<KeyInfo[]> {
   const rows = await db.query<{
-    id: string; account: string; name: string | null; status: KeyStatus;
-    created_at: unknown; expires_at: unknown; revoked_at: unknown;
+    id: string;
+    account: string;
+    name: string | null;
+    status: KeyStatus;
+    created_at: unknown;
+    expires_at: unknown;
+    revoked_at: unknown;
   }>(
     `SELECT k.id, a.name AS account, k.name, k.created_at, k.expires_at, k.revoked_at,
             CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked'
@@ -142,7 +148,13 @@ export async function rotateKey(db: Queryable, oldIdOrKey: string, graceSeconds:
   const oldId = keyIdOf(oldIdOrKey);
   const { id, secret, key } = generateServiceKey();
   // One statement: the insert and the old key's end either both happen or neither.
-  const rows = await db.query<{ id: string; name: string | null; created_at: unknown; account: string; old_expires_at: unknown }>(
+  const rows = await db.query<{
+    id: string;
+    name: string | null;
+    created_at: unknown;
+    account: string;
+    old_expires_at: unknown;
+  }>(
     `WITH old AS (
        SELECT k.id, k.account_id, k.name FROM api_keys k WHERE k.id = $1 AND ${WORKS} FOR UPDATE
      ), fresh AS (
@@ -163,11 +175,18 @@ export async function rotateKey(db: Queryable, oldIdOrKey: string, graceSeconds:
   const row = rows[0];
   if (row) {
     return {
-      id: row.id, key, account: row.account, name: row.name, created_at: isoTime(row.created_at),
-      replaces: oldId, old_expires_at: isoTime(row.old_expires_at),
+      id: row.id,
+      key,
+      account: row.account,
+      name: row.name,
+      created_at: isoTime(row.created_at),
+      replaces: oldId,
+      old_expires_at: isoTime(row.old_expires_at),
     };
   }
   const [old] = await db.query('SELECT 1 FROM api_keys WHERE id = $1', [oldId]);
   if (!old) throw unknownKey(oldIdOrKey);
-  throw new AdminError(`key ${JSON.stringify(oldId)} is revoked or expired: create a new one (meter keys create --account <name>)`);
+  throw new AdminError(
+    `key ${JSON.stringify(oldId)} is revoked or expired: create a new one (meter keys create --account <name>)`,
+  );
 }

@@ -38,7 +38,11 @@ export interface SetBudgetResult {
  * utilisation (a raised budget alerts again at 80% of the new amount), in the same statement.
  */
 export async function setBudget(
-  db: Queryable, account: string, monthlyUsd: string, hardCap: boolean, now = new Date(),
+  db: Queryable,
+  account: string,
+  monthlyUsd: string,
+  hardCap: boolean,
+  now = new Date(),
 ): Promise<SetBudgetResult> {
   const w = monthWindow(now);
   const [row] = await db.query<{ plan: string; plan_hard_cap: boolean; saved: number; rearmed: number[] }>(
@@ -67,7 +71,7 @@ export async function setBudget(
   if (row.saved === 0) {
     throw new BudgetAdminError(
       `--hard-cap is not available on the ${row.plan} plan of account "${account}": ` +
-      `it needs a plan with a hard cap (e.g. \`meter accounts set-plan ${account} pro\`), or set the budget without --hard-cap`,
+        `it needs a plan with a hard cap (e.g. \`meter accounts set-plan ${account} pro\`), or set the budget without --hard-cap`,
     );
   }
   return { plan: row.plan, rearmed: row.rearmed };
@@ -90,7 +94,11 @@ export async function showBudget(db: Queryable, account: string, now = new Date(
   return budgetView(account, w, row);
 }
 
-function budgetView(account: string, w: MonthWindow, row: { budget: string | null; hard_cap: boolean; spend: string; fired: number[] }): BudgetView {
+function budgetView(
+  account: string,
+  w: MonthWindow,
+  row: { budget: string | null; hard_cap: boolean; spend: string; fired: number[] },
+): BudgetView {
   const spend = toUnits(row.spend);
   const budget = row.budget === null ? null : toUnits(row.budget);
   return {

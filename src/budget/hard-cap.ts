@@ -11,9 +11,7 @@ export interface HardCapCall extends PricedCall {
   accountId: string;
 }
 
-export type HardCapDecision =
-  | { ok: true; reservedUnits: bigint }
-  | { ok: false; message: string };
+export type HardCapDecision = { ok: true; reservedUnits: bigint } | { ok: false; message: string };
 
 interface AccountLedger {
   /** Worst-case cost of this sidecar's calls in flight, by event id (units of 1e-8 USD). */
@@ -59,7 +57,8 @@ export class HardCap implements SpendLedger {
     if (committed >= budget.budgetUnits) {
       return {
         ok: false,
-        message: `the monthly budget of $${budget.budget} for account ${budget.account} is reached ` +
+        message:
+          `the monthly budget of $${budget.budget} for account ${budget.account} is reached ` +
           `($${formatUnits(budget.spendUnits)} spent in ${budget.month}, plus calls in flight); the hard cap ` +
           'refuses calls until the next month or a higher budget (meter budget set)',
       };
@@ -140,7 +139,11 @@ export class HardCap implements SpendLedger {
 
   #ledger(accountId: string): AccountLedger {
     let l = this.#ledgers.get(accountId);
-    if (!l) this.#ledgers.set(accountId, (l = { inFlight: new Map(), inFlightUnits: 0n, unseen: new Map(), unseenUnits: new Map() }));
+    if (!l)
+      this.#ledgers.set(
+        accountId,
+        (l = { inFlight: new Map(), inFlightUnits: 0n, unseen: new Map(), unseenUnits: new Map() }),
+      );
     return l;
   }
 }

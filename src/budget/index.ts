@@ -26,7 +26,10 @@ export function budgetMonitorOf(ctx: DaemonContext): BudgetMonitor | undefined {
 }
 
 /** The hard cap of a daemon, fed by its budget monitor and settled by its usage events. */
-export function hardCapFor(ctx: DaemonContext, metering: { pricer: Pricer; observe(listener: (e: UsageEvent) => void): void }): HardCap {
+export function hardCapFor(
+  ctx: DaemonContext,
+  metering: { pricer: Pricer; observe(listener: (e: UsageEvent) => void): void },
+): HardCap {
   const monitor = budgetMonitorOf(ctx);
   if (!monitor) throw new Error('the budget monitor must be registered before the hard cap');
   // An ended call's cost is counted here until a spend re-read shows its event.

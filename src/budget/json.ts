@@ -10,9 +10,11 @@ export class RawNumber {
 }
 
 export const raw = (text: string): RawNumber => new RawNumber(text);
-export const rawOrNull = (text: string | null | undefined): RawNumber | null => (text == null ? null : new RawNumber(text));
+export const rawOrNull = (text: string | null | undefined): RawNumber | null =>
+  text == null ? null : new RawNumber(text);
 
-export type JsonValue = RawNumber | string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue | undefined };
+export type JsonValue =
+  RawNumber | string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue | undefined };
 
 /** JSON, key order as given; undefined object members are left out, as JSON.stringify does.
  *  Compact, or indented by `indent` spaces like JSON.stringify's third argument. */
@@ -21,9 +23,13 @@ export function stringifyJson(value: JsonValue, indent = 0, depth = 0): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
   const [open, close, items] = Array.isArray(value)
     ? ['[', ']', value.map((v) => stringifyJson(v, indent, depth + 1))]
-    : ['{', '}', Object.entries(value)
-        .filter((entry): entry is [string, JsonValue] => entry[1] !== undefined)
-        .map(([k, v]) => `${JSON.stringify(k)}:${indent ? ' ' : ''}${stringifyJson(v, indent, depth + 1)}`)];
+    : [
+        '{',
+        '}',
+        Object.entries(value)
+          .filter((entry): entry is [string, JsonValue] => entry[1] !== undefined)
+          .map(([k, v]) => `${JSON.stringify(k)}:${indent ? ' ' : ''}${stringifyJson(v, indent, depth + 1)}`),
+      ];
   if (!indent || items.length === 0) return `${open}${items.join(',')}${close}`;
   const pad = ' '.repeat(indent * (depth + 1));
   return `${open}\n${pad}${items.join(`,\n${pad}`)}\n${' '.repeat(indent * depth)}${close}`;

@@ -38,7 +38,8 @@ export function utilizationPct(spend: bigint, budget: bigint): string {
 }
 
 /** true when spend has reached `level` percent of the budget (exactly). */
-export const reached = (spend: bigint, budget: bigint, level: number): boolean => spend * 100n >= budget * BigInt(level);
+export const reached = (spend: bigint, budget: bigint, level: number): boolean =>
+  spend * 100n >= budget * BigInt(level);
 
 /** The largest budget NUMERIC(20,8) holds: 12 integer digits. */
 const MAX_USD_RE = /^\d{1,12}(?:\.\d{1,8})?$/;

@@ -60,7 +60,11 @@ export class BudgetMonitor implements Component {
   private ledger: SpendLedger | undefined;
   private readonly rereads = new RereadSkip();
 
-  constructor(private readonly db: Db, private readonly logger: Logger, private readonly opts: BudgetMonitorOptions) {
+  constructor(
+    private readonly db: Db,
+    private readonly logger: Logger,
+    private readonly opts: BudgetMonitorOptions,
+  ) {
     this.now = opts.now ?? (() => new Date());
   }
 
@@ -105,18 +109,31 @@ export class BudgetMonitor implements Component {
       for (const level of due) {
         // Ascending: a jump from 0 to 120% sends 50, then 80, then 100.
         const alert = await composeAlert(this.db, {
-          type: 'budget.threshold', accountId: row.account_id, account: row.account, window,
-          level, spend: row.spend, budget: row.budget, createdAt: this.now(),
+          type: 'budget.threshold',
+          accountId: row.account_id,
+          account: row.account,
+          window,
+          level,
+          spend: row.spend,
+          budget: row.budget,
+          createdAt: this.now(),
         });
         const result = await fireLevel(this.db, {
-          accountId: row.account_id, month: window.month, level, eventId: alert.id,
-          spend: row.spend, budget: row.budget, payload: alert,
+          accountId: row.account_id,
+          month: window.month,
+          level,
+          eventId: alert.id,
+          spend: row.spend,
+          budget: row.budget,
+          payload: alert,
         });
         if (!result.fired) continue; // another sidecar fired it first, or the budget just changed
         state.levelsFired.push(level);
         fired.push({ account: row.account, level });
-        this.logger.info({ account: row.account, month: window.month, level, channels: result.queued, event_id: alert.id },
-          'budget level reached; alert queued');
+        this.logger.info(
+          { account: row.account, month: window.month, level, channels: result.queued, event_id: alert.id },
+          'budget level reached; alert queued',
+        );
       }
     }
     return fired;
@@ -125,21 +142,30 @@ export class BudgetMonitor implements Component {
   /** Spend, and which of the ledger's events that spend holds, from one snapshot. */
   private readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
     const { sql, params } = budgetStatesQuery(window);
-    return readWithSeen<BudgetRow>(this.db, sql, params, () => this.ledger?.unseenEvents() ?? [], 'meter_budget_states');
+    return readWithSeen<BudgetRow>(
+      this.db,
+      sql,
+      params,
+      () => this.ledger?.unseenEvents() ?? [],
+      'meter_budget_states',
+    );
   }
 
   private async tick(): Promise<void> {
-    const run = this.rereads.run(this.db, monthWindow(this.now()).month, () => this.refresh()).then(
-      () => {
-        if (this.failing) this.logger.info('budget monitor: store reachable again');
-        this.failing = false;
-      },
-      (err: Error) => {
-        // Once per outage, not every interval.
-        if (!this.failing) this.logger.warn({ err: { message: err.message } }, 'budget monitor: refresh failed; retrying');
-        this.failing = true;
-      },
-    );
+    const run = this.rereads
+      .run(this.db, monthWindow(this.now()).month, () => this.refresh())
+      .then(
+        () => {
+          if (this.failing) this.logger.info('budget monitor: store reachable again');
+          this.failing = false;
+        },
+        (err: Error) => {
+          // Once per outage, not every interval.
+          if (!this.failing)
+            this.logger.warn({ err: { message: err.message } }, 'budget monitor: refresh failed; retrying');
+          this.failing = true;
+        },
+      );
     this.running = run;
     await run;
     if (!this.stopped) {
@@ -153,7 +179,15 @@ function snapshot(r: BudgetRow, month: string, refreshedAt: Date): BudgetSnapsho
   const budgetUnits = toUnits(r.budget);
   const spendUnits = toUnits(r.spend);
   return {
-    accountId: r.account_id, account: r.account, month, budget: formatUnits(budgetUnits), budgetUnits, hardCap: r.hard_cap,
-    spend: formatUnits(spendUnits), spendUnits, levelsFired: [...r.fired], refreshedAt,
+    accountId: r.account_id,
+    account: r.account,
+    month,
+    budget: formatUnits(budgetUnits),
+    budgetUnits,
+    hardCap: r.hard_cap,
+    spend: formatUnits(spendUnits),
+    spendUnits,
+    levelsFired: [...r.fired],
+    refreshedAt,
   };
 }

@@ -52,11 +52,19 @@ export function worstCaseUnits(pricer: Pricer, call: PricedCall): bigint | undef
   const inputTokens = whole ? Math.ceil(call.bodyBytes / BYTES_PER_TOKEN) : call.bodyBytes;
   const window = findCatalogueModel(call.provider, model)?.context_window;
   const limit = maxOutputTokens(parsed);
-  const outputTokens = limit ?? (window ? Math.max(1, window - (whole ? inputTokens : 0)) : DEFAULT_WORST_OUTPUT_TOKENS);
+  const outputTokens =
+    limit ?? (window ? Math.max(1, window - (whole ? inputTokens : 0)) : DEFAULT_WORST_OUTPUT_TOKENS);
   const { cost } = pricer.cost({
     provider: call.provider,
     model,
-    usage: { inputTokens, outputTokens, cachedInputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0 },
+    usage: {
+      inputTokens,
+      outputTokens,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      reasoningTokens: 0,
+    },
     time: call.time,
   });
   return toUnits(cost);
@@ -68,8 +76,13 @@ export function maxOutputTokens(body: unknown): number | undefined {
   const b = body as Record<string, unknown>;
   const gen = b.generationConfig ?? b.generation_config ?? (b.config as Record<string, unknown> | undefined);
   const candidates = [
-    b.max_completion_tokens, b.max_output_tokens, b.max_tokens, b.maxTokens,
-    gen && typeof gen === 'object' ? (gen as Record<string, unknown>).maxOutputTokens ?? (gen as Record<string, unknown>).max_output_tokens : undefined,
+    b.max_completion_tokens,
+    b.max_output_tokens,
+    b.max_tokens,
+    b.maxTokens,
+    gen && typeof gen === 'object'
+      ? ((gen as Record<string, unknown>).maxOutputTokens ?? (gen as Record<string, unknown>).max_output_tokens)
+      : undefined,
   ];
   for (const c of candidates) if (typeof c === 'number' && Number.isFinite(c) && c > 0) return Math.ceil(c);
   return undefined;

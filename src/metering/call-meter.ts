@@ -50,7 +50,10 @@ export class MeteredCall implements CallMeter {
   private decodedOk = true;
   private ended = false;
 
-  constructor(private readonly call: CallStart, private readonly deps: CallMeterDeps) {
+  constructor(
+    private readonly call: CallStart,
+    private readonly deps: CallMeterDeps,
+  ) {
     this.provider = getProvider(call.provider);
     this.req = { path: call.path, body: undefined };
   }
@@ -170,9 +173,16 @@ export class MeteredCall implements CallMeter {
     }
     const { usage, source } = this.usageOf(result, status, outcome.completed, requestedModel);
     const model = storable(result.model ?? requestedModel ?? 'unknown');
-    const priced = source === 'none'
-      ? { cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion }
-      : this.deps.pricer.cost({ provider: this.call.provider, model: result.model ?? null, requestedModel, usage, time: this.call.time });
+    const priced =
+      source === 'none'
+        ? { cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion }
+        : this.deps.pricer.cost({
+            provider: this.call.provider,
+            model: result.model ?? null,
+            requestedModel,
+            usage,
+            time: this.call.time,
+          });
     const firstByte = this.firstByteAt ?? this.headAt;
     return {
       id: this.call.id,
@@ -208,13 +218,20 @@ export class MeteredCall implements CallMeter {
    * text — never a silent zero; so is a JSON answer the client left before it was complete.
    * A provider error without usage costs nothing ("none").
    */
-  private usageOf(result: UsageResult, status: number, completed: boolean, requestedModel: string | null): { usage: Usage; source: UsageSource } {
+  private usageOf(
+    result: UsageResult,
+    status: number,
+    completed: boolean,
+    requestedModel: string | null,
+  ): { usage: Usage; source: UsageSource } {
     const ok = status >= 200 && status < 300;
     const whole = result.usage !== undefined && !result.incomplete && !this.unreadable && this.decodedOk;
     if (whole) return { usage: result.usage!, source: 'provider' };
     const streamed = this.acc !== undefined;
-    const estimate = ok && (streamed || !completed || this.unreadable || !this.decodedOk) && (streamed || requestedModel !== null);
-    if (!estimate) return result.usage ? { usage: result.usage, source: 'provider' } : { usage: ZERO_USAGE, source: 'none' };
+    const estimate =
+      ok && (streamed || !completed || this.unreadable || !this.decodedOk) && (streamed || requestedModel !== null);
+    if (!estimate)
+      return result.usage ? { usage: result.usage, source: 'provider' } : { usage: ZERO_USAGE, source: 'none' };
     const est = estimateUsage(this.req, this.acc);
     const got = result.usage;
     if (!got) return { usage: est, source: 'estimated' };
@@ -229,13 +246,28 @@ export class MeteredCall implements CallMeter {
   private fallbackEvent(outcome: { status?: number }, endedAt: number): UsageEvent {
     const requested = safe(() => this.provider?.requestModel(this.req)) ?? null;
     return {
-      id: this.call.id, time: this.call.time.toISOString(), accountId: this.call.principal.accountId,
-      keyId: this.call.principal.keyId, provider: this.call.provider, model: storable(requested ?? 'unknown'),
-      requestedModel: requested === null ? null : storable(requested), status: outcome.status ?? (this.status || 502),
-      inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
-      cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion, usageSource: 'none',
-      latencyMs: round3(endedAt - this.call.startedAt), ttfbMs: null, stream: this.acc !== undefined,
-      tags: this.call.tags, providerCostTicks: null,
+      id: this.call.id,
+      time: this.call.time.toISOString(),
+      accountId: this.call.principal.accountId,
+      keyId: this.call.principal.keyId,
+      provider: this.call.provider,
+      model: storable(requested ?? 'unknown'),
+      requestedModel: requested === null ? null : storable(requested),
+      status: outcome.status ?? (this.status || 502),
+      inputTokens: 0,
+      outputTokens: 0,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
+      cost: '0.00000000',
+      unpriced: false,
+      priceVersion: this.deps.pricer.priceVersion,
+      usageSource: 'none',
+      latencyMs: round3(endedAt - this.call.startedAt),
+      ttfbMs: null,
+      stream: this.acc !== undefined,
+      tags: this.call.tags,
+      providerCostTicks: null,
     };
   }
 }

@@ -17,9 +17,11 @@ export const DEFAULT_MAX_DECODED_BYTES = 64 << 20;
 
 /** A decoder for a Content-Encoding, or undefined when it cannot be read (e.g. zstd on Node 20). */
 export function createDecoder(
-  encoding: string | string[] | undefined, onData: (chunk: Buffer) => void, maxDecodedBytes = DEFAULT_MAX_DECODED_BYTES,
+  encoding: string | string[] | undefined,
+  onData: (chunk: Buffer) => void,
+  maxDecodedBytes = DEFAULT_MAX_DECODED_BYTES,
 ): BodyDecoder | undefined {
-  const enc = (Array.isArray(encoding) ? encoding.join(',') : encoding ?? '').trim().toLowerCase();
+  const enc = (Array.isArray(encoding) ? encoding.join(',') : (encoding ?? '')).trim().toLowerCase();
   if (enc === '' || enc === 'identity') {
     return { write: onData, end: (done) => done(true) };
   }

@@ -63,7 +63,12 @@ export function createMetering(deps: MeteringDeps): MeteringSetup {
       }
     },
   };
-  const metering = new MeteringService({ pricer, sink, logger: deps.logger, maxDecodedBytes: deps.config.limits?.maxDecodedBytes });
+  const metering = new MeteringService({
+    pricer,
+    sink,
+    logger: deps.logger,
+    maxDecodedBytes: deps.config.limits?.maxDecodedBytes,
+  });
   return { metering, writer, pricer, component: writer, observe: (listener) => listeners.push(listener) };
 }
 

@@ -27,10 +27,15 @@ export class MeteringService implements Metering {
       pricer: opts.pricer,
       sink: { push: (event) => this.deliver(event) },
       counters: this.counters,
-      onError: (step, err, c) => opts.logger.error(
-        { err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, provider: c.provider, eventId: c.id },
-        `metering: ${step} failed; the call is metered from what was seen`,
-      ),
+      onError: (step, err, c) =>
+        opts.logger.error(
+          {
+            err: { message: (err as Error)?.message, stack: (err as Error)?.stack },
+            provider: c.provider,
+            eventId: c.id,
+          },
+          `metering: ${step} failed; the call is metered from what was seen`,
+        ),
       ...(opts.maxJsonBytes ? { maxJsonBytes: opts.maxJsonBytes } : {}),
       ...(opts.maxDecodedBytes ? { maxDecodedBytes: opts.maxDecodedBytes } : {}),
     };
@@ -46,7 +51,10 @@ export class MeteringService implements Metering {
       this.opts.sink.push(event);
     } catch (err) {
       this.counters.internalErrors++;
-      this.opts.logger.error({ err: { message: (err as Error).message }, eventId: event.id }, 'metering: the event sink failed');
+      this.opts.logger.error(
+        { err: { message: (err as Error).message }, eventId: event.id },
+        'metering: the event sink failed',
+      );
     }
   }
 
@@ -55,7 +63,9 @@ export class MeteringService implements Metering {
     const name = `${event.provider}/${event.model}`;
     if (this.warnedUnpriced.has(name) || this.warnedUnpriced.size >= 1000) return;
     this.warnedUnpriced.add(name);
-    this.opts.logger.warn({ provider: event.provider, model: event.model, requestedModel: event.requestedModel },
-      'no price known for this model: its calls are recorded with cost 0 and flagged unpriced (add it to METER_PRICES_FILE)');
+    this.opts.logger.warn(
+      { provider: event.provider, model: event.model, requestedModel: event.requestedModel },
+      'no price known for this model: its calls are recorded with cost 0 and flagged unpriced (add it to METER_PRICES_FILE)',
+    );
   }
 }

@@ -28,7 +28,8 @@ function checkKey(key: string): string | undefined {
 }
 
 function checkValue(key: string, value: string): string | undefined {
-  if (hasUnstorable(value)) return `tag ${JSON.stringify(key)} has a NUL or an unpaired surrogate in its value: ${VALUE_RULE} of text`;
+  if (hasUnstorable(value))
+    return `tag ${JSON.stringify(key)} has a NUL or an unpaired surrogate in its value: ${VALUE_RULE} of text`;
   // Characters, not UTF-16 units: an emoji is one character.
   const chars = value.length <= MAX_TAG_VALUE_CHARS ? value.length : [...value].length;
   if (chars >= 1 && chars <= MAX_TAG_VALUE_CHARS) return undefined;
@@ -40,7 +41,9 @@ function parseJsonTags(raw: string): Parsed {
   try {
     parsed = JSON.parse(raw);
   } catch {
-    return fail('X-Metering-Tags is not valid JSON: send a JSON object of strings ({"team":"search"}) or key=value pairs separated by commas');
+    return fail(
+      'X-Metering-Tags is not valid JSON: send a JSON object of strings ({"team":"search"}) or key=value pairs separated by commas',
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     return fail('X-Metering-Tags JSON must be an object of strings, e.g. {"team":"search"}');
@@ -48,7 +51,9 @@ function parseJsonTags(raw: string): Parsed {
   const tags = new Map<string, string>();
   for (const [key, value] of Object.entries(parsed)) {
     if (typeof value !== 'string') {
-      return fail(`tag ${JSON.stringify(key)} must be a string, got ${value === null ? 'null' : typeof value}: X-Metering-Tags JSON is an object of strings`);
+      return fail(
+        `tag ${JSON.stringify(key)} must be a string, got ${value === null ? 'null' : typeof value}: X-Metering-Tags JSON is an object of strings`,
+      );
     }
     tags.set(key, value);
   }
@@ -62,7 +67,9 @@ function parsePairs(raw: string): Parsed {
     if (pair === '') continue; // tolerate a trailing comma
     const eq = pair.indexOf('=');
     if (eq < 0) {
-      return fail(`X-Metering-Tags entry ${JSON.stringify(pair.slice(0, 80))} is not key=value: send key=value pairs separated by commas (values percent-encoded) or a JSON object of strings`);
+      return fail(
+        `X-Metering-Tags entry ${JSON.stringify(pair.slice(0, 80))} is not key=value: send key=value pairs separated by commas (values percent-encoded) or a JSON object of strings`,
+      );
     }
     const key = pair.slice(0, eq).trim();
     let value: string;
@@ -99,8 +106,12 @@ export function parseTags(headers: IncomingHttpHeaders): ParsedTags {
   for (const [key, value] of tags) {
     const problem = checkKey(key) ?? checkValue(key, value);
     if (problem) {
-      const where = key === 'feature' && feature !== undefined ? ' (from X-Feature-Name)'
-        : key === 'tenant' && tenant !== undefined ? ' (from X-Tenant-ID)' : '';
+      const where =
+        key === 'feature' && feature !== undefined
+          ? ' (from X-Feature-Name)'
+          : key === 'tenant' && tenant !== undefined
+            ? ' (from X-Tenant-ID)'
+            : '';
       return fail(problem + where);
     }
   }

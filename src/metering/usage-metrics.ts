@@ -35,7 +35,14 @@ export class UsageMetrics {
     const key = model === '' ? event.provider : `${event.provider}\u0000${model}`;
     let s = this.series.get(key);
     if (!s) {
-      s = { provider: event.provider, model, calls: new Float64Array(CLASSES.length), tokens: new Float64Array(TOKEN_KINDS.length), costUsd: 0, unpriced: 0 };
+      s = {
+        provider: event.provider,
+        model,
+        calls: new Float64Array(CLASSES.length),
+        tokens: new Float64Array(TOKEN_KINDS.length),
+        costUsd: 0,
+        unpriced: 0,
+      };
       this.series.set(key, s);
     }
     const cls = Math.floor(event.status / 100);
@@ -54,24 +61,47 @@ export class UsageMetrics {
     const labels = (s: Series, extra: Record<string, string> = {}) =>
       withModel ? { provider: s.provider, model: s.model, ...extra } : { provider: s.provider, ...extra };
     const names = (...extra: string[]) => (withModel ? ['provider', 'model', ...extra] : ['provider', ...extra]);
-    metrics.counter('meter_calls_total', 'Proxied calls (usage events), by provider and response status class', names('status_class'), (emit) => {
-      for (const s of this.series.values()) CLASSES.forEach((cls, i) => s.calls[i]! > 0 && emit(labels(s, { status_class: cls }), s.calls[i]!));
-    });
-    metrics.counter('meter_tokens_total',
+    metrics.counter(
+      'meter_calls_total',
+      'Proxied calls (usage events), by provider and response status class',
+      names('status_class'),
+      (emit) => {
+        for (const s of this.series.values())
+          CLASSES.forEach((cls, i) => s.calls[i]! > 0 && emit(labels(s, { status_class: cls }), s.calls[i]!));
+      },
+    );
+    metrics.counter(
+      'meter_tokens_total',
       'Tokens metered, by provider and kind (input counts every prompt token, cached ones too; output counts reasoning too)',
-      names('kind'), (emit) => {
+      names('kind'),
+      (emit) => {
         for (const s of this.series.values()) TOKEN_KINDS.forEach((kind, i) => emit(labels(s, { kind }), s.tokens[i]!));
-      });
+      },
+    );
     metrics.counter('meter_cost_usd_total', 'Cost of metered calls in USD, by provider', names(), (emit) => {
       for (const s of this.series.values()) emit(labels(s), s.costUsd);
     });
-    metrics.counter('meter_unpriced_calls_total', 'Calls no price was found for (recorded at cost 0; add the model to METER_PRICES_FILE)', names(), (emit) => {
-      for (const s of this.series.values()) emit(labels(s), s.unpriced);
-    });
-    metrics.counter('meter_events_total', 'Usage events recorded, by where their usage came from (provider, estimated, none)', ['usage_source'], (emit) => {
-      for (const [source, n] of Object.entries(counters.bySource)) emit({ usage_source: source }, n);
-    });
-    metrics.counter('meter_metering_errors_total', 'Internal metering failures (each call still got an event, estimated)', [], (emit) =>
-      emit({}, counters.internalErrors));
+    metrics.counter(
+      'meter_unpriced_calls_total',
+      'Calls no price was found for (recorded at cost 0; add the model to METER_PRICES_FILE)',
+      names(),
+      (emit) => {
+        for (const s of this.series.values()) emit(labels(s), s.unpriced);
+      },
+    );
+    metrics.counter(
+      'meter_events_total',
+      'Usage events recorded, by where their usage came from (provider, estimated, none)',
+      ['usage_source'],
+      (emit) => {
+        for (const [source, n] of Object.entries(counters.bySource)) emit({ usage_source: source }, n);
+      },
+    );
+    metrics.counter(
+      'meter_metering_errors_total',
+      'Internal metering failures (each call still got an event, estimated)',
+      [],
+      (emit) => emit({}, counters.internalErrors),
+    );
   }
 }

@@ -12,7 +12,11 @@ export function isLoopback(address: string | undefined): boolean {
 }
 
 /** Writes the text exposition (no service key: it holds no key, account or tag value). */
-export async function sendMetrics(res: ServerResponse, metrics: DaemonMetrics, logger: Pick<Logger, 'error'>): Promise<void> {
+export async function sendMetrics(
+  res: ServerResponse,
+  metrics: DaemonMetrics,
+  logger: Pick<Logger, 'error'>,
+): Promise<void> {
   try {
     const text = await metrics.scrape();
     res.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(text) });
@@ -29,13 +33,22 @@ export async function sendMetrics(res: ServerResponse, metrics: DaemonMetrics, l
  * own listener instead, and this answers 404 saying where.
  */
 export function handleMetricsOnProxyPort(
-  req: IncomingMessage, res: ServerResponse, metrics: DaemonMetrics, logger: Pick<Logger, 'error'>, metricsPort: number | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+  metrics: DaemonMetrics,
+  logger: Pick<Logger, 'error'>,
+  metricsPort: number | undefined,
 ): void | Promise<void> {
   if (metricsPort !== undefined) {
     return sendError(res, 404, 'not_found', `/metrics is served on its own port (METER_METRICS_PORT=${metricsPort})`);
   }
   if (!isLoopback(req.socket.remoteAddress)) {
-    return sendError(res, 403, 'forbidden', '/metrics on this port answers loopback clients only; set METER_METRICS_PORT to serve it to others');
+    return sendError(
+      res,
+      403,
+      'forbidden',
+      '/metrics on this port answers loopback clients only; set METER_METRICS_PORT to serve it to others',
+    );
   }
   return sendMetrics(res, metrics, logger);
 }
@@ -47,11 +60,15 @@ export interface MetricsServer {
 
 /** METER_METRICS_PORT: a listener that serves `/metrics` (and `/healthz`) to any peer. */
 export async function startMetricsServer(
-  host: string, port: number, metrics: DaemonMetrics, logger: Pick<Logger, 'error'>,
+  host: string,
+  port: number,
+  metrics: DaemonMetrics,
+  logger: Pick<Logger, 'error'>,
 ): Promise<MetricsServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 405, 'method_not_allowed', 'only GET is served here');
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return sendError(res, 405, 'method_not_allowed', 'only GET is served here');
     if (path === '/metrics') return void sendMetrics(res, metrics, logger);
     if (path === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -67,9 +84,10 @@ export async function startMetricsServer(
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${shown}:${address.port}/metrics`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -28,7 +28,10 @@ export class DaemonMetrics {
   /** A monotonically growing count, read from the owner's own number at scrape time. */
   counter(name: string, help: string, labelNames: string[], read: Reader): void {
     new Counter({
-      name, help, labelNames, registers: [this.registry],
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
       async collect() {
         this.reset();
         await read((labels, value) => this.inc(labels, value));
@@ -39,7 +42,10 @@ export class DaemonMetrics {
   /** A value that goes up and down, read at scrape time. */
   gauge(name: string, help: string, labelNames: string[], read: Reader): void {
     new Gauge({
-      name, help, labelNames, registers: [this.registry],
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
       async collect() {
         this.reset();
         await read((labels, value) => this.set(labels, value));
@@ -50,7 +56,10 @@ export class DaemonMetrics {
   /** Histograms the owner fills itself (FixedHistogram.observe is a bucket increment). */
   histogram(name: string, help: string, read: () => Iterable<[Labels, FixedHistogram]>): void {
     const metric = {
-      name, help, type: 'histogram', aggregator: 'sum',
+      name,
+      help,
+      type: 'histogram',
+      aggregator: 'sum',
       get: async () => {
         const values: { labels: Labels; value: number; metricName: string }[] = [];
         for (const [labels, h] of read()) h.export(name, labels, values);
@@ -113,6 +122,8 @@ export class FixedHistogram {
 }
 
 /** The time the daemon adds: 50 µs to 1 s. */
-export const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+export const OVERHEAD_BUCKETS = [
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+];
 /** A provider's answer: 10 ms to 5 min. */
 export const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];

@@ -25,7 +25,10 @@ export class Admissions {
   ) {}
 
   /** `call` names the call's usage event (the quota counts it until a re-read shows it). */
-  admit(principal: Principal, { gate, call, now = Date.now() }: { gate?: Gate; call?: CallRef; now?: number } = {}): Admission {
+  admit(
+    principal: Principal,
+    { gate, call, now = Date.now() }: { gate?: Gate; call?: CallRef; now?: number } = {},
+  ): Admission {
     const refused = this.check(principal, now);
     if (!refused.ok) return refused;
     const refusal = gate?.();
@@ -45,7 +48,9 @@ export class Admissions {
     const headers = rateLimitHeaders(rate);
     if (!rate.allowed) {
       return {
-        ok: false, status: 429, code: 'rate_limited',
+        ok: false,
+        status: 429,
+        code: 'rate_limited',
         message: `rate limit of ${plan.rateLimitPerMinute} calls a minute per key on the ${plan.name} plan reached; retry in ${rate.resetSeconds} s`,
         headers: { ...headers, 'retry-after': String(rate.resetSeconds) },
       };
@@ -53,7 +58,9 @@ export class Admissions {
     if (!this.quota.fits(principal.accountId, plan.monthlyCallQuota, now)) {
       const retry = Math.max(1, Math.ceil((monthBounds(now).next - now) / 1000));
       return {
-        ok: false, status: 429, code: 'quota_exceeded',
+        ok: false,
+        status: 429,
+        code: 'quota_exceeded',
         message: `monthly quota of ${plan.monthlyCallQuota} proxied calls on the ${plan.name} plan is used up until the next month (UTC); upgrade with: meter accounts set-plan ${principal.accountName} pro`,
         headers: { ...headers, 'retry-after': String(retry) },
       };

@@ -38,7 +38,8 @@ export function createPlans({ config, logger, store, retentionIntervalMs = 3_600
     const t = setInterval(() => {
       if (running) return;
       running = true;
-      task().catch((err: Error) => logger.warn({ err: { message: err.message } }, `${what} failed; will retry`))
+      task()
+        .catch((err: Error) => logger.warn({ err: { message: err.message } }, `${what} failed; will retry`))
         .finally(() => (running = false));
     }, ms);
     t.unref();
@@ -50,13 +51,21 @@ export function createPlans({ config, logger, store, retentionIntervalMs = 3_600
     async start() {
       await book.refresh(store);
       await quota.refresh(store);
-      every(config.keyRefreshMs, async () => {
-        await book.refresh(store);
-        limiter.prune();
-      }, 'reading plans');
+      every(
+        config.keyRefreshMs,
+        async () => {
+          await book.refresh(store);
+          limiter.prune();
+        },
+        'reading plans',
+      );
       const counts = new RereadSkip();
       const month = () => String(monthBounds(Date.now()).start);
-      every(config.flushIntervalMs, () => counts.run(store, month(), () => quota.refresh(store)), 'reading call counts');
+      every(
+        config.flushIntervalMs,
+        () => counts.run(store, month(), () => quota.refresh(store)),
+        'reading call counts',
+      );
       every(retentionIntervalMs, () => (retention = runRetention(store, { logger })), 'retention');
     },
     async stop() {

@@ -27,16 +27,21 @@ interface PlanRow {
 
 export async function loadPlans(db: Queryable): Promise<Map<string, Plan>> {
   const rows = await db.query<PlanRow>('SELECT * FROM plans ORDER BY name');
-  return new Map(rows.map((r) => [r.name, {
-    name: r.name,
-    monthlyCallQuota: r.monthly_call_quota,
-    maxActiveKeys: r.max_active_keys,
-    rawRetentionDays: r.raw_retention_days,
-    rollupRetentionMonths: r.rollup_retention_months,
-    rateLimitPerMinute: r.rate_limit_per_minute,
-    analytics: r.analytics,
-    hardCap: r.hard_cap,
-  }]));
+  return new Map(
+    rows.map((r) => [
+      r.name,
+      {
+        name: r.name,
+        monthlyCallQuota: r.monthly_call_quota,
+        maxActiveKeys: r.max_active_keys,
+        rawRetentionDays: r.raw_retention_days,
+        rollupRetentionMonths: r.rollup_retention_months,
+        rateLimitPerMinute: r.rate_limit_per_minute,
+        analytics: r.analytics,
+        hardCap: r.hard_cap,
+      },
+    ]),
+  );
 }
 
 /** Analytics endpoints a plan can include. */
@@ -55,8 +60,13 @@ export interface PlanEdits {
 
 /** Column of each edit: the statement is built from this fixed list only. */
 const EDIT_COLUMNS: Record<keyof PlanEdits, string> = {
-  monthlyCalls: 'monthly_call_quota', maxKeys: 'max_active_keys', retentionDays: 'raw_retention_days',
-  rollupMonths: 'rollup_retention_months', rateLimit: 'rate_limit_per_minute', analytics: 'analytics', hardCap: 'hard_cap',
+  monthlyCalls: 'monthly_call_quota',
+  maxKeys: 'max_active_keys',
+  retentionDays: 'raw_retention_days',
+  rollupMonths: 'rollup_retention_months',
+  rateLimit: 'rate_limit_per_minute',
+  analytics: 'analytics',
+  hardCap: 'hard_cap',
 };
 
 export class UnknownPlanError extends Error {
@@ -74,9 +84,14 @@ export async function updatePlan(db: Queryable, plan: string, edits: PlanEdits):
     sets.push(`${column} = $${params.length}`);
   }
   if (sets.length === 0) throw new UnknownPlanError('nothing to change');
-  const rows = await db.query<{ name: string }>(`UPDATE plans SET ${sets.join(', ')}, updated_at = now() WHERE name = $1 RETURNING name`, params);
+  const rows = await db.query<{ name: string }>(
+    `UPDATE plans SET ${sets.join(', ')}, updated_at = now() WHERE name = $1 RETURNING name`,
+    params,
+  );
   if (rows.length === 0) {
-    throw new UnknownPlanError(`unknown plan "${plan}": expected one of ${[...(await loadPlans(db)).keys()].join(', ')}`);
+    throw new UnknownPlanError(
+      `unknown plan "${plan}": expected one of ${[...(await loadPlans(db)).keys()].join(', ')}`,
+    );
   }
   return rows[0]!;
 }

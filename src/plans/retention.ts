@@ -25,7 +25,10 @@ const DAY = 86_400_000;
  * charge lives on in the rollups, and a results file can be downloaded again long after its
  * events are gone (OpenAI keeps output files until they are deleted) without being charged again.
  */
-export async function runRetention(db: Db, opts: { batch?: number; now?: number; logger?: Logger } = {}): Promise<RetentionResult | undefined> {
+export async function runRetention(
+  db: Db,
+  opts: { batch?: number; now?: number; logger?: Logger } = {},
+): Promise<RetentionResult | undefined> {
   const batch = opts.batch ?? 5_000;
   const now = opts.now ?? Date.now();
   if (db.kind === 'timescale') {
@@ -37,7 +40,13 @@ export async function runRetention(db: Db, opts: { batch?: number; now?: number;
       // The aggregates keep every account's days for the longest rollup retention: so do claims.
       const claims = await deleteClaims(conn, monthsBefore(now, (await loadHorizons(conn)).longestRollupMonths));
       const result = { rawEvents: 0, rollupRows: timescale.carriedRows, claims, timescale };
-      if (timescale.droppedChunks || timescale.compressedChunks || timescale.droppedAggregateChunks || timescale.carriedRows || claims) {
+      if (
+        timescale.droppedChunks ||
+        timescale.compressedChunks ||
+        timescale.droppedAggregateChunks ||
+        timescale.carriedRows ||
+        claims
+      ) {
         opts.logger?.info(result, 'retention dropped and compressed expired chunks');
       }
       return result;
@@ -47,9 +56,12 @@ export async function runRetention(db: Db, opts: { batch?: number; now?: number;
     const result: RetentionResult = { rawEvents: 0, rollupRows: 0, claims: 0 };
     for (const plan of (await loadPlans(conn)).values()) {
       const cutoff = new Date(now - plan.rawRetentionDays * DAY);
-      const ids = (await conn.query<{ id: string }>(
-        'SELECT id FROM accounts WHERE plan = $1 AND plan_changed_at <= $2', [plan.name, cutoff],
-      )).map((r) => r.id);
+      const ids = (
+        await conn.query<{ id: string }>('SELECT id FROM accounts WHERE plan = $1 AND plan_changed_at <= $2', [
+          plan.name,
+          cutoff,
+        ])
+      ).map((r) => r.id);
       if (ids.length > 0) result.rawEvents += await deleteInBatches(conn, ids, cutoff, batch);
 
       const rollupCutoff = monthsBefore(now, plan.rollupRetentionMonths).toISOString().slice(0, 10);
@@ -62,7 +74,8 @@ export async function runRetention(db: Db, opts: { batch?: number; now?: number;
       }
       result.claims += await deleteClaims(conn, monthsBefore(now, plan.rollupRetentionMonths), plan.name);
     }
-    if (result.rawEvents || result.rollupRows || result.claims) opts.logger?.info(result, 'retention deleted expired data');
+    if (result.rawEvents || result.rollupRows || result.claims)
+      opts.logger?.info(result, 'retention deleted expired data');
     return result;
   });
 }
@@ -75,12 +88,13 @@ function monthsBefore(now: number, months: number): Date {
 
 /** Claims made before `cutoff`, of one plan's accounts or (no plan) of every account. */
 async function deleteClaims(db: Queryable, cutoff: Date, plan?: string): Promise<number> {
-  const rows = plan === undefined
-    ? await db.query('DELETE FROM usage_claims WHERE claimed_at < $1 RETURNING 1', [cutoff])
-    : await db.query(
-      'DELETE FROM usage_claims WHERE claimed_at < $1 AND account_id IN (SELECT id FROM accounts WHERE plan = $2) RETURNING 1',
-      [cutoff, plan],
-    );
+  const rows =
+    plan === undefined
+      ? await db.query('DELETE FROM usage_claims WHERE claimed_at < $1 RETURNING 1', [cutoff])
+      : await db.query(
+          'DELETE FROM usage_claims WHERE claimed_at < $1 AND account_id IN (SELECT id FROM accounts WHERE plan = $2) RETURNING 1',
+          [cutoff, plan],
+        );
   return rows.length;
 }
 

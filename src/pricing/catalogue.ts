@@ -98,7 +98,9 @@ export function compileCatalogueModelStrict(info: ModelInfo): CompiledModel | nu
     return entry;
   });
   // A model with neither token nor rerank prices (OCR pages, audio hours) cannot be priced from our usage.
-  return entries.length && entries.some((e) => SELF_SUFFICIENT_CLASSES.some((c) => e.prices[c] !== undefined)) ? { id: info.id, entries } : null;
+  return entries.length && entries.some((e) => SELF_SUFFICIENT_CLASSES.some((c) => e.prices[c] !== undefined))
+    ? { id: info.id, entries }
+    : null;
 }
 
 function convertPrices(mp: ModelPrice): PriceSet {
@@ -111,14 +113,20 @@ function convertPrices(mp: ModelPrice): PriceSet {
   return out;
 }
 
-function convertTiered(v: number | { base: number; tiers: { start: number; price: number }[] }, key: string): TieredDec {
+function convertTiered(
+  v: number | { base: number; tiers: { start: number; price: number }[] },
+  key: string,
+): TieredDec {
   if (typeof v === 'number') return { base: dec(v, key), tiers: [] };
-  if (typeof v !== 'object' || v === null || !Array.isArray(v.tiers) || v.tiers.some((t) => typeof t?.start !== 'number' || !Number.isSafeInteger(t.start) || t.start < 0)) {
+  if (
+    typeof v !== 'object' ||
+    v === null ||
+    !Array.isArray(v.tiers) ||
+    v.tiers.some((t) => typeof t?.start !== 'number' || !Number.isSafeInteger(t.start) || t.start < 0)
+  ) {
     throw new Error(`invalid catalogue price ${key}: expected a number or {base, tiers: [{start, price}]}`);
   }
-  const tiers = v.tiers
-    .map((t) => ({ start: t.start, price: dec(t.price, key) }))
-    .sort((a, b) => a.start - b.start);
+  const tiers = v.tiers.map((t) => ({ start: t.start, price: dec(t.price, key) })).sort((a, b) => a.start - b.start);
   return { base: dec(v.base, key), tiers };
 }
 
@@ -145,9 +153,12 @@ export function parseTimeOfDay(text: string): number {
 
 export function convertConstraint(given: NonNullable<ConditionalPrice['constraint']>): PriceConstraint {
   // Older data files leave out `type`; genai-prices infers it from the fields, and so do we.
-  const c = given.type !== undefined ? given : 'start_date' in given
-    ? { ...(given as object), type: 'start_date' } as typeof given
-    : { ...(given as object), type: 'time_of_date' } as typeof given;
+  const c =
+    given.type !== undefined
+      ? given
+      : 'start_date' in given
+        ? ({ ...(given as object), type: 'start_date' } as typeof given)
+        : ({ ...(given as object), type: 'time_of_date' } as typeof given);
   if (c.type === 'start_date') {
     // Same reading as the catalogue: a bare date is midnight UTC.
     const atMs = new Date(c.start_date).getTime();

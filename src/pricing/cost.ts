@@ -1,7 +1,16 @@
 import { coefAt, divRoundHalfEven, formatFixed, pow10, type Dec, type Ratio } from './decimal.js';
 import type { Usage } from '../providers/types.js';
 import type { CompiledModel, PriceEntry, PriceSet, ResolvedModel, TieredDec } from './types.js';
-import { leafPlan, PRICE_CLASSES, SUPER_UNITS, UNITS, unitLeaves, unitTotals, type LeafPlan, type PriceClass } from './units.js';
+import {
+  leafPlan,
+  PRICE_CLASSES,
+  SUPER_UNITS,
+  UNITS,
+  unitLeaves,
+  unitTotals,
+  type LeafPlan,
+  type PriceClass,
+} from './units.js';
 
 /** Costs are stored as NUMERIC(20,8): rounded once, half-even, to this many decimals. */
 export const COST_DECIMALS = 8;

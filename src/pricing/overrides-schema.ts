@@ -41,10 +41,24 @@ const PRICE_HELP = 'expected a non-negative decimal in USD per million tokens (a
 const PCT_HELP = 'expected a percentage from 0 to 100 (a string like "12.5" or a number)';
 
 export const PRICE_FIELDS = [
-  'input_mtok', 'cache_read_mtok', 'cache_write_mtok', 'cache_write_1h_mtok', 'output_mtok',
-  'input_audio_mtok', 'cache_audio_read_mtok', 'input_image_mtok', 'cache_image_read_mtok', 'input_video_mtok',
-  'output_audio_mtok', 'output_image_mtok', 'output_video_mtok', 'web_searches_kcount', 'social_searches_kcount',
-  'storage_searches_kcount', 'rerank_searches_kcount', 'requests_kcount',
+  'input_mtok',
+  'cache_read_mtok',
+  'cache_write_mtok',
+  'cache_write_1h_mtok',
+  'output_mtok',
+  'input_audio_mtok',
+  'cache_audio_read_mtok',
+  'input_image_mtok',
+  'cache_image_read_mtok',
+  'input_video_mtok',
+  'output_audio_mtok',
+  'output_image_mtok',
+  'output_video_mtok',
+  'web_searches_kcount',
+  'social_searches_kcount',
+  'storage_searches_kcount',
+  'rerank_searches_kcount',
+  'requests_kcount',
 ] as const;
 export type PriceField = (typeof PRICE_FIELDS)[number];
 
@@ -65,7 +79,8 @@ function strict<T extends z.ZodRawShape>(shape: T, what: string) {
         const keys = iss.keys.map((k) => JSON.stringify(k)).join(', ');
         return `unknown key${iss.keys.length > 1 ? 's' : ''} ${keys} in ${what}; allowed: ${allowed}`;
       }
-      if (iss.code === 'invalid_type') return `expected ${what} (a mapping with keys ${allowed}), got ${describe(iss.input)}`;
+      if (iss.code === 'invalid_type')
+        return `expected ${what} (a mapping with keys ${allowed}), got ${describe(iss.input)}`;
       return undefined;
     },
   });
@@ -75,23 +90,27 @@ const price = z
   .union([z.string(), z.number()], { error: (iss) => `${PRICE_HELP}, got ${describe(iss.input)}` })
   .refine((v) => parseDecimal(v) !== null, { error: (iss) => `${PRICE_HELP}, got ${describe(iss.input)}` });
 
-const pct = z
-  .union([z.string(), z.number()], { error: (iss) => `${PCT_HELP}, got ${describe(iss.input)}` })
-  .refine(
-    (v) => {
-      const d = parseDecimal(v);
-      return d !== null && d.coef <= 100n * 10n ** BigInt(d.scale);
-    },
-    { error: (iss) => `${PCT_HELP}, got ${describe(iss.input)}` },
-  );
+const pct = z.union([z.string(), z.number()], { error: (iss) => `${PCT_HELP}, got ${describe(iss.input)}` }).refine(
+  (v) => {
+    const d = parseDecimal(v);
+    return d !== null && d.coef <= 100n * 10n ** BigInt(d.scale);
+  },
+  { error: (iss) => `${PCT_HELP}, got ${describe(iss.input)}` },
+);
 
-const priceShape = Object.fromEntries(PRICE_FIELDS.map((f) => [f, price.optional()])) as Record<PriceField, z.ZodOptional<typeof price>>;
+const priceShape = Object.fromEntries(PRICE_FIELDS.map((f) => [f, price.optional()])) as Record<
+  PriceField,
+  z.ZodOptional<typeof price>
+>;
 
 const tier = strict(
   {
-    above_input_tokens: z.int({
-      error: (iss) => `expected a whole number of input tokens (the tier applies above it), got ${describe(iss.input)}`,
-    }).min(0, { error: 'expected a whole number of input tokens >= 0' }),
+    above_input_tokens: z
+      .int({
+        error: (iss) =>
+          `expected a whole number of input tokens (the tier applies above it), got ${describe(iss.input)}`,
+      })
+      .min(0, { error: 'expected a whole number of input tokens >= 0' }),
     ...priceShape,
   },
   'a tier',
@@ -102,8 +121,11 @@ const model = strict(
     ...priceShape,
     tiers: z.array(tier, { error: (iss) => `expected a list of tiers, got ${describe(iss.input)}` }).optional(),
     discount_pct: pct.optional(),
-    same_as: z.string({ error: (iss) => `expected the name of a catalogue model, got ${describe(iss.input)}` })
-      .trim().min(1, { error: 'expected the name of a catalogue model' }).optional(),
+    same_as: z
+      .string({ error: (iss) => `expected the name of a catalogue model, got ${describe(iss.input)}` })
+      .trim()
+      .min(1, { error: 'expected the name of a catalogue model' })
+      .optional(),
   },
   'a model entry',
 ).superRefine((m, ctx) => {
@@ -123,16 +145,28 @@ const model = strict(
   let prev = -1;
   m.tiers?.forEach((t, i) => {
     if (t.above_input_tokens <= prev) {
-      ctx.addIssue({ code: 'custom', path: ['tiers', i, 'above_input_tokens'], message: 'tiers must be in increasing order of above_input_tokens' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tiers', i, 'above_input_tokens'],
+        message: 'tiers must be in increasing order of above_input_tokens',
+      });
     }
     prev = t.above_input_tokens;
     for (const f of PRICE_FIELDS) {
       if (t[f] !== undefined && m[f] === undefined) {
-        ctx.addIssue({ code: 'custom', path: ['tiers', i, f], message: `a tier price for ${f} needs a base ${f} on the model entry` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tiers', i, f],
+          message: `a tier price for ${f} needs a base ${f} on the model entry`,
+        });
       }
     }
     if (!PRICE_FIELDS.some((f) => t[f] !== undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['tiers', i], message: `a tier needs at least one price (${PRICE_FIELDS.join(', ')})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tiers', i],
+        message: `a tier needs at least one price (${PRICE_FIELDS.join(', ')})`,
+      });
     }
   });
 });
@@ -143,17 +177,27 @@ const provider = strict(
   {
     discount_pct: pct.optional(),
     models: z
-      .record(z.string(), model, { error: (iss) => `expected a mapping of model names to entries, got ${describe(iss.input)}` })
+      .record(z.string(), model, {
+        error: (iss) => `expected a mapping of model names to entries, got ${describe(iss.input)}`,
+      })
       .superRefine((models, ctx) => {
         const seen = new Map<string, string>();
         for (const key of Object.keys(models)) {
           if (!MODEL_KEY_RE.test(key.trim())) {
-            ctx.addIssue({ code: 'custom', path: [key], message: 'a model name may use * only once, as its last character (a prefix match)' });
+            ctx.addIssue({
+              code: 'custom',
+              path: [key],
+              message: 'a model name may use * only once, as its last character (a prefix match)',
+            });
           }
           const norm = key.trim().toLowerCase();
           const other = seen.get(norm);
           if (other !== undefined) {
-            ctx.addIssue({ code: 'custom', path: [key], message: `same model as ${JSON.stringify(other)} (names are case-insensitive)` });
+            ctx.addIssue({
+              code: 'custom',
+              path: [key],
+              message: `same model as ${JSON.stringify(other)} (names are case-insensitive)`,
+            });
           }
           seen.set(norm, key);
         }

@@ -5,8 +5,12 @@ import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { discountRatio, parseDecimal, type Dec } from './decimal.js';
 import {
-  PRICE_FIELDS, formatPath, pricesFileSchema,
-  type ModelOverrideInput, type PriceField, type PricesFile,
+  PRICE_FIELDS,
+  formatPath,
+  pricesFileSchema,
+  type ModelOverrideInput,
+  type PriceField,
+  type PricesFile,
 } from './overrides-schema.js';
 import type { ProviderSlug } from '../providers/types.js';
 import type { CompiledModel, PriceSet, ResolvedModel, TieredDec } from './types.js';
@@ -23,9 +27,11 @@ export class PricesFileError extends Error {
   ) {
     const where = `${label} ${file}`;
     const lines = problems.map((p) => (p.path ? `  ${p.path}: ${p.message}` : `  ${p.message}`));
-    super(problems.length === 1 && !problems[0]!.path
-      ? `${where}: ${problems[0]!.message}`
-      : `${where} is invalid:\n${lines.join('\n')}`);
+    super(
+      problems.length === 1 && !problems[0]!.path
+        ? `${where}: ${problems[0]!.message}`
+        : `${where} is invalid:\n${lines.join('\n')}`,
+    );
     this.name = 'PricesFileError';
   }
 }
@@ -53,9 +59,9 @@ export interface Overrides {
   file: string;
 }
 
-const FIELD_CLASS = Object.fromEntries(
-  PRICE_CLASSES.map((c) => [UNITS[c].priceKey, c]),
-) as Readonly<Record<PriceField, PriceClass>>;
+const FIELD_CLASS = Object.fromEntries(PRICE_CLASSES.map((c) => [UNITS[c].priceKey, c])) as Readonly<
+  Record<PriceField, PriceClass>
+>;
 
 /** Reads and validates a prices file (JSON by .json, YAML by .yaml/.yml, else by its first character). */
 export function loadOverridesFile(file: string, label = PRICES_FILE_ENV): Overrides {
@@ -89,7 +95,11 @@ function parseText(text: string, file: string, label: string): unknown {
   const ext = extname(file).toLowerCase();
   const json = ext === '.json' || (ext !== '.yaml' && ext !== '.yml' && /^\s*[{[]/.test(text));
   if (!text.trim()) {
-    throw new PricesFileError(file, [{ path: '', message: 'the file is empty; expected a mapping with a top-level `providers` key' }], label);
+    throw new PricesFileError(
+      file,
+      [{ path: '', message: 'the file is empty; expected a mapping with a top-level `providers` key' }],
+      label,
+    );
   }
   try {
     return json ? JSON.parse(text) : yaml().parse(text);

@@ -11,7 +11,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
-import { REMOTE_DATA_JSON_URL, updatePrices, waitForUpdate, type ModelInfo, type Provider, type ProviderDataPayload } from '@pydantic/genai-prices';
+import {
+  REMOTE_DATA_JSON_URL,
+  updatePrices,
+  waitForUpdate,
+  type ModelInfo,
+  type Provider,
+  type ProviderDataPayload,
+} from '@pydantic/genai-prices';
 import { catalogueVersion, CATALOGUE_PROVIDER_ID, compileCatalogueModelStrict } from './catalogue.js';
 import { PROVIDER_SLUGS } from '../providers/types.js';
 
@@ -87,18 +94,22 @@ export async function activateBundled(): Promise<void> {
 
 const MAX_BYTES = 64 << 20;
 
-const modelSchema = z.object({
-  id: z.string().min(1),
-  match: z.record(z.string(), z.unknown()),
-  prices: z.union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown())).min(1)]),
-}).loose();
+const modelSchema = z
+  .object({
+    id: z.string().min(1),
+    match: z.record(z.string(), z.unknown()),
+    prices: z.union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown())).min(1)]),
+  })
+  .loose();
 
-const providerSchema = z.object({
-  id: z.string().min(1),
-  name: z.string(),
-  api_pattern: z.string(),
-  models: z.array(modelSchema),
-}).loose();
+const providerSchema = z
+  .object({
+    id: z.string().min(1),
+    name: z.string(),
+    api_pattern: z.string(),
+    models: z.array(modelSchema),
+  })
+  .loose();
 
 /**
  * Parses and checks a price data file: a JSON array of providers in genai-prices' shape, with
@@ -136,7 +147,13 @@ export function parsePriceData(text: string, meta: { source: string; fetchedAt: 
   }
   const hash = createHash('sha256').update(text).digest('hex').slice(0, 12);
   return {
-    info: { version: `genai-prices-data@${hash}`, origin: 'downloaded', source: meta.source, fetchedAt: meta.fetchedAt, models },
+    info: {
+      version: `genai-prices-data@${hash}`,
+      origin: 'downloaded',
+      source: meta.source,
+      fetchedAt: meta.fetchedAt,
+      models,
+    },
     providers,
     text,
   };
@@ -203,7 +220,13 @@ async function redirecting(): Promise<Dispatcher> {
 
 function describeError(err: unknown): string {
   const e = err as { code?: string; message?: string; name?: string };
-  if (e?.name === 'HeadersTimeoutError' || e?.name === 'BodyTimeoutError' || e?.code?.startsWith('UND_ERR_HEADERS_TIMEOUT') || e?.code === 'UND_ERR_BODY_TIMEOUT') return 'timed out';
+  if (
+    e?.name === 'HeadersTimeoutError' ||
+    e?.name === 'BodyTimeoutError' ||
+    e?.code?.startsWith('UND_ERR_HEADERS_TIMEOUT') ||
+    e?.code === 'UND_ERR_BODY_TIMEOUT'
+  )
+    return 'timed out';
   return e?.code ?? e?.message ?? String(err);
 }
 
@@ -265,7 +288,10 @@ export function loadSavedPriceData(dataDir: string): ParsedPriceData | undefined
   } catch {
     // the data alone is enough
   }
-  return parsePriceData(text, { source: meta.source ?? priceDataFile(dataDir), fetchedAt: meta.fetched_at ?? new Date(savedPriceDataMtime(dataDir)!).toISOString() });
+  return parsePriceData(text, {
+    source: meta.source ?? priceDataFile(dataDir),
+    fetchedAt: meta.fetched_at ?? new Date(savedPriceDataMtime(dataDir)!).toISOString(),
+  });
 }
 
 function readPriceSourceSync(path: string): string {

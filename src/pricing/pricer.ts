@@ -4,7 +4,13 @@ import { COST_DECIMALS, costFraction, ZERO_COST } from './cost.js';
 import { divRoundHalfEven, formatFixed, type Ratio } from './decimal.js';
 import { formatRatio, serviceTierRatio } from './service-tiers.js';
 import {
-  PRICES_FILE_ENV, PricesFileError, findOverride, loadOverridesFile, standaloneModel, type ModelOverride, type Overrides,
+  PRICES_FILE_ENV,
+  PricesFileError,
+  findOverride,
+  loadOverridesFile,
+  standaloneModel,
+  type ModelOverride,
+  type Overrides,
 } from './overrides.js';
 import { formatPath } from './overrides-schema.js';
 import type { ProviderSlug } from '../providers/types.js';
@@ -45,8 +51,8 @@ export class Pricer {
 
   constructor(options: PricerOptions = {}) {
     this.#label = options.label ?? PRICES_FILE_ENV;
-    this.overrides = options.overrides
-      ?? (options.pricesFile ? loadOverridesFile(options.pricesFile, this.#label) : undefined);
+    this.overrides =
+      options.overrides ?? (options.pricesFile ? loadOverridesFile(options.pricesFile, this.#label) : undefined);
     this.#sync(true);
   }
 
@@ -163,7 +169,10 @@ export class Pricer {
     }
     const extra = o?.kind === 'catalogue' ? o.extra : undefined;
     const model = extra
-      ? { id: catalogueModel.id, entries: catalogueModel.entries.map((e) => ({ ...e, prices: { ...e.prices, ...extra } })) }
+      ? {
+          id: catalogueModel.id,
+          entries: catalogueModel.entries.map((e) => ({ ...e, prices: { ...e.prices, ...extra } })),
+        }
       : catalogueModel;
     const resolved: ResolvedModel = { model, source: o ? 'override' : 'catalogue' };
     const discount = o?.discount ?? po?.discount;
@@ -178,7 +187,10 @@ export class Pricer {
    */
   #indexCatalogueNames(overrides: Overrides, label: string): void {
     const problems: { path: string; message: string }[] = [];
-    for (const [slug, po] of Object.entries(overrides.providers) as [ProviderSlug, NonNullable<Overrides['providers'][ProviderSlug]>][]) {
+    for (const [slug, po] of Object.entries(overrides.providers) as [
+      ProviderSlug,
+      NonNullable<Overrides['providers'][ProviderSlug]>,
+    ][]) {
       for (const [name, o] of po.exact) {
         // Only a key spelled as the catalogue's model id covers its aliases: the catalogue's loose
         // matching would otherwise let `claude-3-5-sonnet-custom` re-price every claude-3-5-sonnet call.

@@ -7,8 +7,15 @@
  */
 import type { Logger } from '../log.js';
 import {
-  activatePriceData, activateBundled, activePriceTable, fetchPriceData, loadSavedPriceData, PriceDataError,
-  savedPriceDataMtime, savePriceData, type FetchOptions,
+  activatePriceData,
+  activateBundled,
+  activePriceTable,
+  fetchPriceData,
+  loadSavedPriceData,
+  PriceDataError,
+  savedPriceDataMtime,
+  savePriceData,
+  type FetchOptions,
 } from './price-data.js';
 
 export const REFRESH_INTERVAL_MS = 24 * 60 * 60 * 1000;
@@ -70,7 +77,10 @@ export class PriceRefresher {
       savePriceData(this.opts.dataDir, data);
       this.#savedMtime = savedPriceDataMtime(this.opts.dataDir);
       activatePriceData(data);
-      this.opts.logger.info({ priceVersion: data.info.version, models: data.info.models, url }, 'price data: updated from METER_PRICES_REMOTE');
+      this.opts.logger.info(
+        { priceVersion: data.info.version, models: data.info.models, url },
+        'price data: updated from METER_PRICES_REMOTE',
+      );
     } catch (err) {
       const why = err instanceof PriceDataError ? err.message : (err as Error).message;
       const inForce = activePriceTable();
@@ -94,7 +104,10 @@ export class PriceRefresher {
       }
       if (data.info.version === activePriceTable().version) return;
       activatePriceData(data);
-      this.opts.logger.info({ priceVersion: data.info.version, source: data.info.source, fetchedAt: data.info.fetchedAt }, 'price data: using the saved copy');
+      this.opts.logger.info(
+        { priceVersion: data.info.version, source: data.info.source, fetchedAt: data.info.fetchedAt },
+        'price data: using the saved copy',
+      );
     } catch (err) {
       this.opts.logger.warn(
         { reason: (err as Error).message, priceVersion: activePriceTable().version },

@@ -96,7 +96,12 @@ export interface RepriceOptions {
   pageSize?: number;
 }
 
-export async function repriceUnpriced(db: Db, pricer: Pricer, since: Date, opts: RepriceOptions = {}): Promise<RepriceReport> {
+export async function repriceUnpriced(
+  db: Db,
+  pricer: Pricer,
+  since: Date,
+  opts: RepriceOptions = {},
+): Promise<RepriceReport> {
   const pageSize = opts.pageSize ?? PAGE;
   const changes = new Map<string, RepriceChange & { units: bigint }>();
   const unpriced = new Map<string, { provider: string; model: string; events: number }>();
@@ -127,8 +132,11 @@ export async function repriceUnpriced(db: Db, pricer: Pricer, since: Date, opts:
     const priced: { row: Row; cost: string; as: string }[] = [];
     for (const row of rows) {
       const r = pricer.cost({
-        provider: row.provider as ProviderSlug, model: row.model, requestedModel: row.requested_model,
-        usage: usageFromStored(row), time: new Date(row.time),
+        provider: row.provider as ProviderSlug,
+        model: row.model,
+        requestedModel: row.requested_model,
+        usage: usageFromStored(row),
+        time: new Date(row.time),
       });
       if (r.unpriced) {
         const key = `${row.provider}\u0000${row.model}`;
@@ -156,7 +164,14 @@ export async function repriceUnpriced(db: Db, pricer: Pricer, since: Date, opts:
     for (const p of priced) {
       if (!mine.has(p.row.event_id)) continue;
       const key = `${p.row.provider}\u0000${p.row.model}`;
-      const c = changes.get(key) ?? { provider: p.row.provider, model: p.row.model, priced_as: p.as, events: 0, cost: '', units: 0n };
+      const c = changes.get(key) ?? {
+        provider: p.row.provider,
+        model: p.row.model,
+        priced_as: p.as,
+        events: 0,
+        cost: '',
+        units: 0n,
+      };
       c.events++;
       c.units += toUnits(p.cost);
       changes.set(key, c);

@@ -69,10 +69,25 @@ function effective(d: Dec, r: ResolvedModel): string {
 }
 
 /** The price table of a provider's model at a moment (default: now). */
-export function priceTable(pricer: Pricer, provider: ProviderSlug, model: string, at: Date = new Date()): PriceTableJson {
+export function priceTable(
+  pricer: Pricer,
+  provider: ProviderSlug,
+  model: string,
+  at: Date = new Date(),
+): PriceTableJson {
   const base: PriceTableJson = {
-    provider, model, priced: false, matched_model: null, source: null, same_as: null, discount_pct: null,
-    price_version: pricer.priceVersion, at: at.toISOString(), applies: null, other_periods: [], prices: [],
+    provider,
+    model,
+    priced: false,
+    matched_model: null,
+    source: null,
+    same_as: null,
+    discount_pct: null,
+    price_version: pricer.priceVersion,
+    at: at.toISOString(),
+    applies: null,
+    other_periods: [],
+    prices: [],
   };
   const r = pricer.resolve(provider, model);
   if (!r) return base;
@@ -81,7 +96,9 @@ export function priceTable(pricer: Pricer, provider: ProviderSlug, model: string
   const prices: PriceRowJson[] = [];
   for (const cls of PRICE_CLASSES) {
     // Token classes always (billed as their parent without a price); other units when priced.
-    const p = TOKEN_CLASSES.includes(cls) ? classPrice(entry.prices, cls) : entry.prices[cls] && { price: entry.prices[cls], from: cls };
+    const p = TOKEN_CLASSES.includes(cls)
+      ? classPrice(entry.prices, cls)
+      : entry.prices[cls] && { price: entry.prices[cls], from: cls };
     if (!p) continue;
     const row: PriceRowJson = {
       class: cls,
@@ -111,7 +128,12 @@ export function priceTable(pricer: Pricer, provider: ProviderSlug, model: string
 function pad(rows: string[][]): string[] {
   const widths: number[] = [];
   for (const row of rows) row.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((row) => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd());
+  return rows.map((row) =>
+    row
+      .map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** Plain text for a terminal. */
@@ -125,7 +147,9 @@ export function renderPriceTable(t: PriceTableJson): string {
   if (t.discount_pct) lines.push(`discount: ${t.discount_pct}% (prices below include it)`);
   lines.push(`price table: ${t.price_version}, at ${t.at}`);
   if (t.applies) lines.push(`applies: ${t.applies}; other periods: ${t.other_periods.join(', ')}`);
-  const thresholds = [...new Set(t.prices.flatMap((p) => p.tiers.map((x) => x.above_input_tokens)))].sort((a, b) => a - b);
+  const thresholds = [...new Set(t.prices.flatMap((p) => p.tiers.map((x) => x.above_input_tokens)))].sort(
+    (a, b) => a - b,
+  );
   const header = ['billed unit', 'USD / 1M tokens', ...thresholds.map((n) => `> ${n} input tokens`)];
   const rows = t.prices.map((p) => {
     const cells = [LABEL[p.class], p.usd_per_mtok + (p.billed_as ? ` (as ${p.billed_as})` : '')];
@@ -142,7 +166,10 @@ export function renderPriceTable(t: PriceTableJson): string {
 
 /** For `meter pricing show <provider> <model> [--json]`: the text to print and the JSON value. */
 export function formatPriceTable(
-  pricer: Pricer, provider: ProviderSlug, model: string, at: Date = new Date(),
+  pricer: Pricer,
+  provider: ProviderSlug,
+  model: string,
+  at: Date = new Date(),
 ): { text: string; json: PriceTableJson } {
   const json = priceTable(pricer, provider, model, at);
   return { text: renderPriceTable(json), json };

@@ -9,10 +9,24 @@
 import type { ExtraUnit, Usage } from '../providers/types.js';
 
 export const PRICE_CLASSES = [
-  'input', 'cache_read', 'cache_write', 'cache_write_1h',
-  'input_audio', 'cache_audio_read', 'input_image', 'cache_image_read', 'input_video',
-  'output', 'output_audio', 'output_image', 'output_video',
-  'web_search', 'social_search', 'storage_search', 'rerank_search', 'request',
+  'input',
+  'cache_read',
+  'cache_write',
+  'cache_write_1h',
+  'input_audio',
+  'cache_audio_read',
+  'input_image',
+  'cache_image_read',
+  'input_video',
+  'output',
+  'output_audio',
+  'output_image',
+  'output_video',
+  'web_search',
+  'social_search',
+  'storage_search',
+  'rerank_search',
+  'request',
 ] as const;
 export type PriceClass = (typeof PRICE_CLASSES)[number];
 
@@ -38,28 +52,76 @@ export interface UnitDef {
   tokens: boolean;
 }
 
-const tok = (cls: PriceClass, usageKey: string, priceKey: string, dims: Dims): UnitDef =>
-  ({ cls, usageKey, priceKey, per: 1_000_000, dims: { family: 'tokens', ...dims }, tokens: true });
-const per1k = (cls: PriceClass, usageKey: string, priceKey: string, dims: Dims): UnitDef =>
-  ({ cls, usageKey, priceKey, per: 1_000, dims, tokens: false });
+const tok = (cls: PriceClass, usageKey: string, priceKey: string, dims: Dims): UnitDef => ({
+  cls,
+  usageKey,
+  priceKey,
+  per: 1_000_000,
+  dims: { family: 'tokens', ...dims },
+  tokens: true,
+});
+const per1k = (cls: PriceClass, usageKey: string, priceKey: string, dims: Dims): UnitDef => ({
+  cls,
+  usageKey,
+  priceKey,
+  per: 1_000,
+  dims,
+  tokens: false,
+});
 
 export const UNITS: Readonly<Record<PriceClass, UnitDef>> = {
   input: tok('input', 'input_tokens', 'input_mtok', { direction: 'input' }),
-  cache_read: tok('cache_read', 'cache_read_tokens', 'cache_read_mtok', { direction: 'input', token_type: 'cache_read' }),
-  cache_write: tok('cache_write', 'cache_write_tokens', 'cache_write_mtok', { direction: 'input', token_type: 'cache_write' }),
-  cache_write_1h: tok('cache_write_1h', 'cache_write_1h_tokens', 'cache_write_1h_mtok', { direction: 'input', token_type: 'cache_write', cache_ttl: '1h' }),
+  cache_read: tok('cache_read', 'cache_read_tokens', 'cache_read_mtok', {
+    direction: 'input',
+    token_type: 'cache_read',
+  }),
+  cache_write: tok('cache_write', 'cache_write_tokens', 'cache_write_mtok', {
+    direction: 'input',
+    token_type: 'cache_write',
+  }),
+  cache_write_1h: tok('cache_write_1h', 'cache_write_1h_tokens', 'cache_write_1h_mtok', {
+    direction: 'input',
+    token_type: 'cache_write',
+    cache_ttl: '1h',
+  }),
   input_audio: tok('input_audio', 'input_audio_tokens', 'input_audio_mtok', { direction: 'input', modality: 'audio' }),
-  cache_audio_read: tok('cache_audio_read', 'cache_audio_read_tokens', 'cache_audio_read_mtok', { direction: 'input', modality: 'audio', token_type: 'cache_read' }),
+  cache_audio_read: tok('cache_audio_read', 'cache_audio_read_tokens', 'cache_audio_read_mtok', {
+    direction: 'input',
+    modality: 'audio',
+    token_type: 'cache_read',
+  }),
   input_image: tok('input_image', 'input_image_tokens', 'input_image_mtok', { direction: 'input', modality: 'image' }),
-  cache_image_read: tok('cache_image_read', 'cache_image_read_tokens', 'cache_image_read_mtok', { direction: 'input', modality: 'image', token_type: 'cache_read' }),
+  cache_image_read: tok('cache_image_read', 'cache_image_read_tokens', 'cache_image_read_mtok', {
+    direction: 'input',
+    modality: 'image',
+    token_type: 'cache_read',
+  }),
   input_video: tok('input_video', 'input_video_tokens', 'input_video_mtok', { direction: 'input', modality: 'video' }),
   output: tok('output', 'output_tokens', 'output_mtok', { direction: 'output' }),
-  output_audio: tok('output_audio', 'output_audio_tokens', 'output_audio_mtok', { direction: 'output', modality: 'audio' }),
-  output_image: tok('output_image', 'output_image_tokens', 'output_image_mtok', { direction: 'output', modality: 'image' }),
-  output_video: tok('output_video', 'output_video_tokens', 'output_video_mtok', { direction: 'output', modality: 'video' }),
-  web_search: per1k('web_search', 'web_searches', 'web_searches_kcount', { family: 'tool_calls', tool_type: 'web_search' }),
-  social_search: per1k('social_search', 'social_searches', 'social_searches_kcount', { family: 'tool_calls', tool_type: 'social_search' }),
-  storage_search: per1k('storage_search', 'storage_searches', 'storage_searches_kcount', { family: 'tool_calls', tool_type: 'storage_search' }),
+  output_audio: tok('output_audio', 'output_audio_tokens', 'output_audio_mtok', {
+    direction: 'output',
+    modality: 'audio',
+  }),
+  output_image: tok('output_image', 'output_image_tokens', 'output_image_mtok', {
+    direction: 'output',
+    modality: 'image',
+  }),
+  output_video: tok('output_video', 'output_video_tokens', 'output_video_mtok', {
+    direction: 'output',
+    modality: 'video',
+  }),
+  web_search: per1k('web_search', 'web_searches', 'web_searches_kcount', {
+    family: 'tool_calls',
+    tool_type: 'web_search',
+  }),
+  social_search: per1k('social_search', 'social_searches', 'social_searches_kcount', {
+    family: 'tool_calls',
+    tool_type: 'social_search',
+  }),
+  storage_search: per1k('storage_search', 'storage_searches', 'storage_searches_kcount', {
+    family: 'tool_calls',
+    tool_type: 'storage_search',
+  }),
   rerank_search: per1k('rerank_search', 'rerank_searches', 'rerank_searches_kcount', { family: 'rerank' }),
   request: per1k('request', 'requests', 'requests_kcount', { family: 'requests' }),
 };
@@ -76,8 +138,12 @@ export const SUB_UNITS: Readonly<Record<PriceClass, readonly PriceClass[]>> = Ob
 
 /** For each class, the classes that contain it, least specific first. */
 export const SUPER_UNITS: Readonly<Record<PriceClass, readonly PriceClass[]>> = Object.fromEntries(
-  PRICE_CLASSES.map((c) => [c, PRICE_CLASSES.filter((a) => contains(UNITS[a], UNITS[c]))
-    .sort((x, y) => Object.keys(UNITS[x].dims).length - Object.keys(UNITS[y].dims).length)]),
+  PRICE_CLASSES.map((c) => [
+    c,
+    PRICE_CLASSES.filter((a) => contains(UNITS[a], UNITS[c])).sort(
+      (x, y) => Object.keys(UNITS[x].dims).length - Object.keys(UNITS[y].dims).length,
+    ),
+  ]),
 ) as Record<PriceClass, PriceClass[]>;
 
 /** The extra units of a Usage, by class (the rest come from its token fields). */
@@ -110,11 +176,24 @@ export function unitTotals(usage: Usage): Record<PriceClass, number> {
   const cacheRead = Math.min(count(usage.cachedInputTokens), input);
   const cacheWrite = Math.min(count(usage.cacheWriteTokens), input - cacheRead);
   const t: Record<PriceClass, number> = {
-    input, cache_read: cacheRead, cache_write: cacheWrite,
+    input,
+    cache_read: cacheRead,
+    cache_write: cacheWrite,
     cache_write_1h: Math.min(count(usage.cacheWrite1hTokens), cacheWrite),
-    input_audio: 0, cache_audio_read: 0, input_image: 0, cache_image_read: 0, input_video: 0,
-    output: count(usage.outputTokens), output_audio: 0, output_image: 0, output_video: 0,
-    web_search: 0, social_search: 0, storage_search: 0, rerank_search: 0, request: 1,
+    input_audio: 0,
+    cache_audio_read: 0,
+    input_image: 0,
+    cache_image_read: 0,
+    input_video: 0,
+    output: count(usage.outputTokens),
+    output_audio: 0,
+    output_image: 0,
+    output_video: 0,
+    web_search: 0,
+    social_search: 0,
+    storage_search: 0,
+    rerank_search: 0,
+    request: 1,
   };
   if (usage.units) {
     // Least specific first, so a part is clamped to its already clamped wholes.
@@ -129,10 +208,13 @@ export function unitTotals(usage: Usage): Record<PriceClass, number> {
 }
 
 const CLASS_EXTRA = Object.fromEntries(
-  (Object.entries(EXTRA_CLASS) as [ExtraUnit, PriceClass | null][]).filter(([, c]) => c !== null).map(([k, c]) => [c, k]),
+  (Object.entries(EXTRA_CLASS) as [ExtraUnit, PriceClass | null][])
+    .filter(([, c]) => c !== null)
+    .map(([k, c]) => [c, k]),
 ) as Record<PriceClass, ExtraUnit>;
-const EXTRA_ORDER = (Object.keys(CLASS_EXTRA) as PriceClass[])
-  .sort((a, b) => Object.keys(UNITS[a].dims).length - Object.keys(UNITS[b].dims).length);
+const EXTRA_ORDER = (Object.keys(CLASS_EXTRA) as PriceClass[]).sort(
+  (a, b) => Object.keys(UNITS[a].dims).length - Object.keys(UNITS[b].dims).length,
+);
 
 /** A price set's classes, most specific first, each with the priced classes it contains. */
 export type LeafPlan = readonly { cls: PriceClass; subs: readonly PriceClass[] }[];

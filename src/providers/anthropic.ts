@@ -1,4 +1,17 @@
-import { bodyModel, isErrorBody, isNum, num, obj, parse, serviceTier, str, TextAccumulator, usage, usageResult, type Obj } from './common.js';
+import {
+  bodyModel,
+  isErrorBody,
+  isNum,
+  num,
+  obj,
+  parse,
+  serviceTier,
+  str,
+  TextAccumulator,
+  usage,
+  usageResult,
+  type Obj,
+} from './common.js';
 import { batchResults, pathId } from './batch-results.js';
 import { eachStringField, firstStringField } from './scan.js';
 import type { BatchResults, Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
@@ -90,14 +103,16 @@ const RESULTS_PATH = /(?:^|\/)messages\/batches\/([^/]+)\/results\/?$/;
 
 function messageBatchResults(req: RequestInfo): BatchResults | undefined {
   const id = pathId(req, RESULTS_PATH);
-  return id === undefined ? undefined : batchResults(id, (line) => {
-    const result = obj(line.result);
-    if (result?.type !== 'succeeded') return undefined;
-    const message = obj(result.message);
-    const u = obj(message?.usage);
-    const found = u && anthropicUsage(u);
-    return found && { model: str(message?.model) ?? 'unknown', usage: found };
-  });
+  return id === undefined
+    ? undefined
+    : batchResults(id, (line) => {
+        const result = obj(line.result);
+        if (result?.type !== 'succeeded') return undefined;
+        const message = obj(result.message);
+        const u = obj(message?.usage);
+        const found = u && anthropicUsage(u);
+        return found && { model: str(message?.model) ?? 'unknown', usage: found };
+      });
 }
 
 export const anthropic: Provider = {

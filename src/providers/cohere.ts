@@ -1,4 +1,15 @@
-import { bodyModel, isErrorBody, isNum, num, obj, parse, TextAccumulator, usage, usageResult, type Obj } from './common.js';
+import {
+  bodyModel,
+  isErrorBody,
+  isNum,
+  num,
+  obj,
+  parse,
+  TextAccumulator,
+  usage,
+  usageResult,
+  type Obj,
+} from './common.js';
 import { eachStringField, firstStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 

@@ -56,7 +56,12 @@ export function serviceTier(x: unknown): string | undefined {
 }
 
 /** A UsageResult holding only what was found (results are compared field by field). */
-export function usageResult(model: string | undefined, found: Usage | undefined, error = false, incomplete = false): UsageResult {
+export function usageResult(
+  model: string | undefined,
+  found: Usage | undefined,
+  error = false,
+  incomplete = false,
+): UsageResult {
   const r: UsageResult = {};
   if (model !== undefined) r.model = model;
   if (found) r.usage = found;

@@ -40,18 +40,45 @@ export function estimateTextTokens(text: string, totalChars = text.length): numb
 
 /** Top-level request fields that hold the input, across the nine providers' request bodies. */
 const INPUT_FIELDS = [
-  'system', 'messages', // OpenAI-compatible, Anthropic, Cohere v2
-  'contents', 'systemInstruction', 'system_instruction', // Gemini
-  'prompt', 'input', 'instructions', // legacy completions, embeddings, responses
-  'message', 'chat_history', 'preamble', 'documents', 'texts', // Cohere v1, embed
-  'tools', 'functions',
+  'system',
+  'messages', // OpenAI-compatible, Anthropic, Cohere v2
+  'contents',
+  'systemInstruction',
+  'system_instruction', // Gemini
+  'prompt',
+  'input',
+  'instructions', // legacy completions, embeddings, responses
+  'message',
+  'chat_history',
+  'preamble',
+  'documents',
+  'texts', // Cohere v1, embed
+  'tools',
+  'functions',
 ];
 const MESSAGE_LISTS = new Set(['messages', 'contents', 'chat_history']);
 /** Keys whose strings are binary payloads, opaque ids or tags (roles are in the per-message
  *  framing), not text the model reads as tokens. */
 const SKIP_KEYS = new Set([
-  'role', 'type', 'cache_control', 'media_type', 'mime_type', 'mimeType', 'data', 'image_url', 'inlineData', 'inline_data', 'fileData', 'file_data', 'source',
-  'signature', 'thoughtSignature', 'thought_signature', 'encrypted_content', 'id', 'tool_call_id',
+  'role',
+  'type',
+  'cache_control',
+  'media_type',
+  'mime_type',
+  'mimeType',
+  'data',
+  'image_url',
+  'inlineData',
+  'inline_data',
+  'fileData',
+  'file_data',
+  'source',
+  'signature',
+  'thoughtSignature',
+  'thought_signature',
+  'encrypted_content',
+  'id',
+  'tool_call_id',
 ]);
 
 interface Walk {

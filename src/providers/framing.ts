@@ -26,8 +26,14 @@ export function streamFormat(contentType: string | undefined): StreamFormat | un
   const semi = contentType.indexOf(';');
   const t = (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
   if (t === 'text/event-stream') return 'sse';
-  if (t === 'application/stream+json' || t === 'application/x-ndjson' || t === 'application/jsonl'
-    || t === 'application/x-jsonlines' || t === 'application/jsonlines') return 'ndjson';
+  if (
+    t === 'application/stream+json' ||
+    t === 'application/x-ndjson' ||
+    t === 'application/jsonl' ||
+    t === 'application/x-jsonlines' ||
+    t === 'application/jsonlines'
+  )
+    return 'ndjson';
   return undefined;
 }
 
@@ -55,7 +61,11 @@ export class StreamFramer {
   private eventBytes = 0;
   private discardEvent = false;
 
-  constructor(format: StreamFormat, private readonly sink: EventSink, opts: FramerOptions = {}) {
+  constructor(
+    format: StreamFormat,
+    private readonly sink: EventSink,
+    opts: FramerOptions = {},
+  ) {
     this.sse = format === 'sse';
     this.max = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   }
@@ -200,7 +210,9 @@ export class StreamFramer {
 
 /** A framer for a response of this content type, or undefined when it is not a stream. */
 export function createFramer(
-  contentType: string | undefined, sink: EventSink, opts?: FramerOptions,
+  contentType: string | undefined,
+  sink: EventSink,
+  opts?: FramerOptions,
 ): StreamFramer | undefined {
   const f = streamFormat(contentType);
   return f === undefined ? undefined : new StreamFramer(f, sink, opts);

@@ -1,4 +1,16 @@
-import { isErrorBody, isNum, num, obj, parse, serviceTier, str, TextAccumulator, usage, usageResult, type Obj } from './common.js';
+import {
+  isErrorBody,
+  isNum,
+  num,
+  obj,
+  parse,
+  serviceTier,
+  str,
+  TextAccumulator,
+  usage,
+  usageResult,
+  type Obj,
+} from './common.js';
 import { eachStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
 
@@ -25,9 +37,14 @@ export function geminiUsage(m: Obj): Usage | undefined {
   const output = modalities(m.candidatesTokensDetails);
   if (prompt || cached || output) {
     p.units = {
-      input_audio_tokens: prompt?.AUDIO, input_image_tokens: prompt?.IMAGE, input_video_tokens: prompt?.VIDEO,
-      cache_audio_read_tokens: cached?.AUDIO, cache_image_read_tokens: cached?.IMAGE,
-      output_audio_tokens: output?.AUDIO, output_image_tokens: output?.IMAGE, output_video_tokens: output?.VIDEO,
+      input_audio_tokens: prompt?.AUDIO,
+      input_image_tokens: prompt?.IMAGE,
+      input_video_tokens: prompt?.VIDEO,
+      cache_audio_read_tokens: cached?.AUDIO,
+      cache_image_read_tokens: cached?.IMAGE,
+      output_audio_tokens: output?.AUDIO,
+      output_image_tokens: output?.IMAGE,
+      output_video_tokens: output?.VIDEO,
     };
   }
   const tier = serviceTier(m.serviceTier);
@@ -110,7 +127,11 @@ class GeminiAccumulator extends TextAccumulator {
     if (this.parsed) return this.parsed;
     const o = this.lastUsageEvent === undefined ? undefined : parse(this.lastUsageEvent);
     const m = obj(o?.usageMetadata);
-    this.parsed = usageResult(responseModel(o) ?? this.requested, withSearches(m && geminiUsage(m), this.searches), this.error);
+    this.parsed = usageResult(
+      responseModel(o) ?? this.requested,
+      withSearches(m && geminiUsage(m), this.searches),
+      this.error,
+    );
     return this.parsed;
   }
 }

@@ -20,7 +20,15 @@ import type { Provider, ProviderSlug } from './types.js';
 import { xai } from './xai.js';
 
 export const providers: Record<ProviderSlug, Provider> = {
-  openai, anthropic, groq, gemini, mistral, together, cohere, deepseek, xai,
+  openai,
+  anthropic,
+  groq,
+  gemini,
+  mistral,
+  together,
+  cohere,
+  deepseek,
+  xai,
 };
 
 export function getProvider(slug: string): Provider | undefined {

@@ -1,9 +1,29 @@
 import {
-  bodyModel, isErrorBody, isNum, nonZeroUnits, num, obj, parse, pathEndsWith, serviceTier, str, TextAccumulator, usage, usageResult, type Obj,
+  bodyModel,
+  isErrorBody,
+  isNum,
+  nonZeroUnits,
+  num,
+  obj,
+  parse,
+  pathEndsWith,
+  serviceTier,
+  str,
+  TextAccumulator,
+  usage,
+  usageResult,
+  type Obj,
 } from './common.js';
 import { eachStringField, firstStringField, hasObjectField, objectStrings } from './scan.js';
 import type {
-  ExtraUnit, Provider, ProviderSlug, RequestInfo, StreamAccumulator, UnitCounts, Usage, UsageResult,
+  ExtraUnit,
+  Provider,
+  ProviderSlug,
+  RequestInfo,
+  StreamAccumulator,
+  UnitCounts,
+  Usage,
+  UsageResult,
 } from './types.js';
 
 /**

@@ -13,14 +13,23 @@ const NO_REQUEST: RequestInfo = { path: '', body: undefined };
 
 function outputFileResults(req: RequestInfo): BatchResults | undefined {
   const id = pathId(req, CONTENT_PATH);
-  return id === undefined ? undefined : batchResults(id, (line) => {
-    const response = obj(line.response);
-    const status = response?.status_code;
-    const body = obj(response?.body);
-    if (!body || !isNum(status) || status < 200 || status >= 300 || (line.error !== undefined && line.error !== null)) return undefined;
-    const found = compat.usageFromJson(body, NO_REQUEST);
-    return found.usage && !found.error ? { model: found.model ?? 'unknown', usage: found.usage } : undefined;
-  });
+  return id === undefined
+    ? undefined
+    : batchResults(id, (line) => {
+        const response = obj(line.response);
+        const status = response?.status_code;
+        const body = obj(response?.body);
+        if (
+          !body ||
+          !isNum(status) ||
+          status < 200 ||
+          status >= 300 ||
+          (line.error !== undefined && line.error !== null)
+        )
+          return undefined;
+        const found = compat.usageFromJson(body, NO_REQUEST);
+        return found.usage && !found.error ? { model: found.model ?? 'unknown', usage: found.usage } : undefined;
+      });
 }
 
 /** OpenAI: chat completions, legacy completions, responses and embeddings (shape-detected),

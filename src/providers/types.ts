@@ -1,6 +1,14 @@
 /** The nine providers of CONTRACT §2. Adding one = one file + one line in ./index.ts + fixtures. */
 export const PROVIDER_SLUGS = [
-  'openai', 'anthropic', 'groq', 'gemini', 'mistral', 'together', 'cohere', 'deepseek', 'xai',
+  'openai',
+  'anthropic',
+  'groq',
+  'gemini',
+  'mistral',
+  'together',
+  'cohere',
+  'deepseek',
+  'xai',
 ] as const;
 export type ProviderSlug = (typeof PROVIDER_SLUGS)[number];
 
@@ -11,8 +19,14 @@ export type ProviderSlug = (typeof PROVIDER_SLUGS)[number];
  * to server-side tools and rerank searches are counts of calls.
  */
 export const EXTRA_UNITS = [
-  'input_audio_tokens', 'cache_audio_read_tokens', 'input_image_tokens', 'cache_image_read_tokens',
-  'input_video_tokens', 'output_audio_tokens', 'output_image_tokens', 'output_video_tokens',
+  'input_audio_tokens',
+  'cache_audio_read_tokens',
+  'input_image_tokens',
+  'cache_image_read_tokens',
+  'input_video_tokens',
+  'output_audio_tokens',
+  'output_image_tokens',
+  'output_video_tokens',
   /** Web search tool calls: Anthropic `server_tool_use.web_search_requests`, OpenAI responses
    *  `web_search_call` items, Gemini grounding `webSearchQueries`, xAI `web_search_calls`. */
   'web_searches',

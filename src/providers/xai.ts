@@ -39,7 +39,11 @@ function xaiUsage(u: Obj) {
  * 410 Gone since January 2026, so it is always 0.
  */
 function searchCalls(d: Obj) {
-  return { web_searches: num(d.web_search_calls), social_searches: num(d.x_search_calls), storage_searches: num(d.file_search_calls) };
+  return {
+    web_searches: num(d.web_search_calls),
+    social_searches: num(d.x_search_calls),
+    storage_searches: num(d.file_search_calls),
+  };
 }
 
 export const xai = openAICompatible({

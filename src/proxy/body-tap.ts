@@ -21,7 +21,10 @@ export class RequestBodyTap {
   private total = 0;
   private complete = false;
 
-  constructor(private readonly limit = REQUEST_COPY_LIMIT, private readonly maxBytes = Infinity) {}
+  constructor(
+    private readonly limit = REQUEST_COPY_LIMIT,
+    private readonly maxBytes = Infinity,
+  ) {}
 
   /** The tap of a body that was read whole before it was forwarded. */
   static whole(body: Buffer): RequestBodyTap {
@@ -35,7 +38,8 @@ export class RequestBodyTap {
   /** The body for the upstream client. Stopping early (the provider answered before reading
    *  it all) must not destroy the request: its socket still carries our response. */
   async *stream(source: IncomingMessage | AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-    const chunks = 'iterator' in source ? (source.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) : source;
+    const chunks =
+      'iterator' in source ? (source.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) : source;
     for await (const chunk of chunks) {
       this.total += chunk.length;
       if (this.total > this.maxBytes) throw new BodyTooLargeError(this.maxBytes);
@@ -100,7 +104,10 @@ export function hasBody(req: IncomingMessage): boolean {
 /** Reads up to `limit` bytes of a request body before anything is forwarded (the hard cap
  *  prices a call from its body). `body` is the whole body when it fit; `source` replays what
  *  was read, then the rest, for the upstream. */
-export async function readAhead(req: IncomingMessage, limit = REQUEST_COPY_LIMIT): Promise<{
+export async function readAhead(
+  req: IncomingMessage,
+  limit = REQUEST_COPY_LIMIT,
+): Promise<{
   body: Buffer | undefined;
   bytes: number;
   /** What was read of a body too large to read whole; undefined when `body` is set. */

@@ -23,7 +23,8 @@ export interface ProxyOptions {
 export function proxyComponent(options: ProxyOptions = {}): ComponentFactory {
   return async (ctx): Promise<Component> => {
     const { config, logger, store } = ctx;
-    const metering = typeof options.metering === 'function' ? await options.metering(ctx) : (options.metering ?? noMetering);
+    const metering =
+      typeof options.metering === 'function' ? await options.metering(ctx) : (options.metering ?? noMetering);
     const admitter = options.admission ? await options.admission(ctx) : undefined;
     const hardCap = options.hardCap?.(ctx);
     const targets = buildTargets(config);
@@ -32,7 +33,10 @@ export function proxyComponent(options: ProxyOptions = {}): ComponentFactory {
     const metrics = new ProxyMetrics(targets.keys());
     metrics.register(ctx.metrics, () => auth.ageSeconds());
     const handler = createProxyHandler({
-      targets, pools, auth, metering,
+      targets,
+      pools,
+      auth,
+      metering,
       parseTags: options.parseTags ?? parseTags,
       admitter,
       hardCap,

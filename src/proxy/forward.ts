@@ -176,7 +176,11 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     const shape = this.target.anthropicErrors ? 'anthropic' : 'default';
     // Before the request went out the time is the daemon's; connecting or waiting is not.
     const overheadMs = (this.sentAt || this.dispatchedAt) - this.arrivedAt;
-    const headers = { ...this.extraHeaders, 'x-meter-request-id': this.requestId, 'x-meter-overhead-ms': overheadMs.toFixed(3) };
+    const headers = {
+      ...this.extraHeaders,
+      'x-meter-request-id': this.requestId,
+      'x-meter-overhead-ms': overheadMs.toFixed(3),
+    };
     if (err instanceof BodyTooLargeError) {
       this.status = 413;
       this.finish(false);
@@ -189,10 +193,16 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     this.finish(false);
     // The message names the provider and the error's kind, never the URL (Gemini's ?key=).
     if (timedOut) {
-      sendError(this.res, 504, 'upstream_timeout', `${this.target.slug} did not answer in time (${code})`, { shape, headers });
+      sendError(this.res, 504, 'upstream_timeout', `${this.target.slug} did not answer in time (${code})`, {
+        shape,
+        headers,
+      });
     } else {
       const reason = code ?? err.name;
-      sendError(this.res, 502, 'upstream_unreachable', `${this.target.slug} could not be reached (${reason})`, { shape, headers });
+      sendError(this.res, 502, 'upstream_unreachable', `${this.target.slug} could not be reached (${reason})`, {
+        shape,
+        headers,
+      });
     }
   }
 }

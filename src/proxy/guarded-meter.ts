@@ -6,7 +6,10 @@ import type { CallMeter, CallStart, Metering } from '../metering/types.js';
 export class GuardedMeter implements CallMeter {
   private failed = false;
 
-  constructor(private readonly inner: CallMeter | undefined, private readonly logger: Pick<Logger, 'error'>) {}
+  constructor(
+    private readonly inner: CallMeter | undefined,
+    private readonly logger: Pick<Logger, 'error'>,
+  ) {}
 
   static begin(metering: Metering, call: CallStart, logger: Pick<Logger, 'error'>): GuardedMeter {
     try {

@@ -24,7 +24,9 @@ export interface TokenAuthenticator {
   authenticateToken(token: string): Principal | undefined | Promise<Principal | undefined>;
 }
 
-export type TagParser = (headers: IncomingHttpHeaders) => { ok: true; tags: Record<string, string> } | { ok: false; message: string };
+export type TagParser = (
+  headers: IncomingHttpHeaders,
+) => { ok: true; tags: Record<string, string> } | { ok: false; message: string };
 
 /** A refusal of the service itself (429, 402): status, code and message of its error body. */
 export interface Refusal {
@@ -36,13 +38,15 @@ export interface Refusal {
 /** In-memory pre-flight checks (plan rate limit, quota, hard cap): no I/O. Its headers go on
  *  every response of the call (CONTRACT §6 RateLimit-*), a refusal is answered at once. */
 export type Admission =
-  | { ok: true; headers: Record<string, string> }
-  | ({ ok: false; headers: Record<string, string> } & Refusal);
+  { ok: true; headers: Record<string, string> } | ({ ok: false; headers: Record<string, string> } & Refusal);
 
 export interface Admitter {
   /** Admits the call, or refuses it. A refused call counts against no limit; `gate` (the hard
    *  cap) runs after the plan's own checks pass and before anything is counted. */
-  admit(principal: Principal, opts?: { gate?: () => Refusal | undefined; call?: { id: string; time: Date } }): Admission;
+  admit(
+    principal: Principal,
+    opts?: { gate?: () => Refusal | undefined; call?: { id: string; time: Date } },
+  ): Admission;
   /** Would the call be admitted now? Counts nothing (answered before a body is read). */
   check?(principal: Principal): Admission;
   /** The RateLimit-* headers as they stand, counting nothing: for answers that forward nothing. */
@@ -52,8 +56,16 @@ export interface Admitter {
 /** The Pro hard cap (src/budget/hard-cap.ts): needs the request body before admitting a call. */
 export interface HardCapAdmitter {
   applies(accountId: string): boolean;
-  admit(call: { id: string; accountId: string; provider: ProviderSlug; path: string; body: Buffer | undefined; bodyBytes: number; head?: Buffer; time: Date }):
-    { ok: true } | { ok: false; message: string };
+  admit(call: {
+    id: string;
+    accountId: string;
+    provider: ProviderSlug;
+    path: string;
+    body: Buffer | undefined;
+    bodyBytes: number;
+    head?: Buffer;
+    time: Date;
+  }): { ok: true } | { ok: false; message: string };
 }
 
 export interface ProxyDeps {
@@ -73,7 +85,8 @@ export interface ProxyDeps {
 }
 
 /** Without a plan admitter (tests, a bare proxy) the hard cap alone decides. */
-const capOnly = (refusal: Refusal | undefined): Admission => (refusal ? { ok: false, ...refusal, headers: {} } : { ok: true, headers: {} });
+const capOnly = (refusal: Refusal | undefined): Admission =>
+  refusal ? { ok: false, ...refusal, headers: {} } : { ok: true, headers: {} };
 
 /** Where `/proxy/{slug}` ends in the URL: at the next `/` or `?`, or the end. */
 function slugEnd(url: string): number {
@@ -88,7 +101,13 @@ function slugEnd(url: string): number {
  *  route, read tags, then forward while the metering watches. */
 export function createProxyHandler(deps: ProxyDeps) {
   /** The daemon answers the call itself (nothing forwarded): counted by reason. */
-  const refuseCall = (res: ServerResponse, status: number, code: ErrorCode, message: string, opts?: Parameters<typeof sendError>[4]) => {
+  const refuseCall = (
+    res: ServerResponse,
+    status: number,
+    code: ErrorCode,
+    message: string,
+    opts?: Parameters<typeof sendError>[4],
+  ) => {
     deps.metrics?.refused(code);
     sendError(res, status, code, message, opts);
   };
@@ -96,13 +115,25 @@ export function createProxyHandler(deps: ProxyDeps) {
     refuseCall(res, 401, 'invalid_api_key', message, { shape: slug === 'anthropic' ? 'anthropic' : 'default' });
 
   function forward(
-    req: IncomingMessage, res: ServerResponse, url: string, end: number, slug: string, principal: Principal, viaMeterKey: boolean, startedAt: number,
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: string,
+    end: number,
+    slug: string,
+    principal: Principal,
+    viaMeterKey: boolean,
+    startedAt: number,
   ): void | Promise<void> {
     const time = new Date();
     const target = deps.targets.get(slug);
     if (!target) {
-      return refuseCall(res, 404, 'unknown_provider', `unknown provider ${JSON.stringify(slug.slice(0, 64))}: expected one of ${[...deps.targets.keys()].join(', ')}`,
-        { headers: deps.admitter?.headers?.(principal) });
+      return refuseCall(
+        res,
+        404,
+        'unknown_provider',
+        `unknown provider ${JSON.stringify(slug.slice(0, 64))}: expected one of ${[...deps.targets.keys()].join(', ')}`,
+        { headers: deps.admitter?.headers?.(principal) },
+      );
     }
     const shape = target.anthropicErrors ? 'anthropic' : 'default';
     // `rest` is what followed /proxy/{slug}/, query included.
@@ -110,23 +141,35 @@ export function createProxyHandler(deps: ProxyDeps) {
     const q = rest.indexOf('?');
     const path = q === -1 ? rest : rest.slice(0, q);
     const badPath = unsafePath(path);
-    if (badPath) return refuseCall(res, 400, 'invalid_path', badPath, { shape, headers: deps.admitter?.headers?.(principal) });
+    if (badPath)
+      return refuseCall(res, 400, 'invalid_path', badPath, { shape, headers: deps.admitter?.headers?.(principal) });
     const length = req.headers['content-length'];
     if (length !== undefined && Number(length) > deps.limits.maxBodyBytes) {
       res.shouldKeepAlive = false; // the body is not read
-      return refuseCall(res, 413, 'request_too_large', `request body over ${deps.limits.maxBodyBytes} bytes (METER_MAX_BODY_BYTES)`,
-        { shape, headers: deps.admitter?.headers?.(principal) });
+      return refuseCall(
+        res,
+        413,
+        'request_too_large',
+        `request body over ${deps.limits.maxBodyBytes} bytes (METER_MAX_BODY_BYTES)`,
+        { shape, headers: deps.admitter?.headers?.(principal) },
+      );
     }
     const tags = deps.parseTags(req.headers);
-    if (!tags.ok) return refuseCall(res, 400, 'invalid_tags', tags.message, { shape, headers: deps.admitter?.headers?.(principal) });
+    if (!tags.ok)
+      return refuseCall(res, 400, 'invalid_tags', tags.message, {
+        shape,
+        headers: deps.admitter?.headers?.(principal),
+      });
 
     const id = uuidv7(time.getTime());
     const start = { id, time, startedAt, principal, provider: target.slug, path, method: req.method, tags: tags.tags };
-    const refuse = (a: Admission & { ok: false }) => refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
+    const refuse = (a: Admission & { ok: false }) =>
+      refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
     if (!deps.hardCap?.applies(principal.accountId)) {
       const admission = deps.admitter?.admit(principal, { call: { id, time } });
       if (admission && !admission.ok) return refuse(admission);
-      if (!hasBody(req) || !isSmallBody(req)) return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, admission?.headers);
+      if (!hasBody(req) || !isSmallBody(req))
+        return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, admission?.headers);
       return readSmallBody(req, (body) => {
         if (body) return dispatch(req, res, rest, target, start, body, viaMeterKey, admission?.headers);
         // The client left mid-body: nothing goes upstream, the call is still metered (as a
@@ -142,7 +185,16 @@ export function createProxyHandler(deps: ProxyDeps) {
     const hardCap = deps.hardCap;
     return readAhead(req, deps.limits.meteringBodyBytes).then(({ body, bytes, head, source }) => {
       const gate = (): Refusal | undefined => {
-        const decision = hardCap.admit({ id, accountId: principal.accountId, provider: target.slug, path, body, bodyBytes: bytes, head, time });
+        const decision = hardCap.admit({
+          id,
+          accountId: principal.accountId,
+          provider: target.slug,
+          path,
+          body,
+          bodyBytes: bytes,
+          head,
+          time,
+        });
         return decision.ok ? undefined : { status: 402, code: 'budget_exceeded', message: decision.message };
       };
       const admission: Admission = deps.admitter?.admit(principal, { gate, call: { id, time } }) ?? capOnly(gate());
@@ -152,13 +204,32 @@ export function createProxyHandler(deps: ProxyDeps) {
   }
 
   function dispatch(
-    req: IncomingMessage, res: ServerResponse, rest: string, target: UpstreamTarget, start: CallStart,
-    body: IncomingMessage | AsyncIterable<Buffer> | Buffer | undefined, viaMeterKey: boolean, headers: Record<string, string> | undefined,
+    req: IncomingMessage,
+    res: ServerResponse,
+    rest: string,
+    target: UpstreamTarget,
+    start: CallStart,
+    body: IncomingMessage | AsyncIterable<Buffer> | Buffer | undefined,
+    viaMeterKey: boolean,
+    headers: Record<string, string> | undefined,
   ): void {
     const meter = GuardedMeter.begin(deps.metering, start, deps.logger);
     const whole = Buffer.isBuffer(body) ? body : undefined;
-    const tap = whole ? RequestBodyTap.whole(whole) : body ? new RequestBodyTap(deps.limits.meteringBodyBytes, deps.limits.maxBodyBytes) : undefined;
-    const call = new ForwardCall(res, meter, tap, start.id, target, headers, start.startedAt, deps.metrics?.of(target.slug));
+    const tap = whole
+      ? RequestBodyTap.whole(whole)
+      : body
+        ? new RequestBodyTap(deps.limits.meteringBodyBytes, deps.limits.maxBodyBytes)
+        : undefined;
+    const call = new ForwardCall(
+      res,
+      meter,
+      tap,
+      start.id,
+      target,
+      headers,
+      start.startedAt,
+      deps.metrics?.of(target.slug),
+    );
     try {
       deps.pools.get(target.origin).dispatch(
         {
@@ -167,7 +238,8 @@ export function createProxyHandler(deps: ProxyDeps) {
           method: req.method!,
           headers: upstreamRequestHeaders(req, viaMeterKey),
           // undici streams an async iterable body (its types only list Readable)
-          body: whole ?? ((tap ? tap.stream(body as IncomingMessage | AsyncIterable<Buffer>) : null) as Readable | null),
+          body:
+            whole ?? ((tap ? tap.stream(body as IncomingMessage | AsyncIterable<Buffer>) : null) as Readable | null),
           headersTimeout: deps.idleTimeoutMs,
           bodyTimeout: deps.idleTimeoutMs,
         },
@@ -185,13 +257,16 @@ export function createProxyHandler(deps: ProxyDeps) {
     const end = slugEnd(url);
     const slug = url.slice(PREFIX_LENGTH, end);
     const key = serviceKeyFromHeaders(req.headers);
-    if (!key) return unauthorized(res, slug, 'missing service key: send Authorization: Bearer mk_… or X-Meter-Key: mk_…');
+    if (!key)
+      return unauthorized(res, slug, 'missing service key: send Authorization: Bearer mk_… or X-Meter-Key: mk_…');
     const found = deps.auth.authenticateToken(key.token);
     const invalid = 'invalid service key: unknown, revoked, expired or malformed';
     if (found === undefined) return unauthorized(res, slug, invalid);
     if (!(found instanceof Promise)) return forward(req, res, url, end, slug, found, key.viaMeterKey, arrivedAt);
     return found.then((principal) =>
-      principal ? forward(req, res, url, end, slug, principal, key.viaMeterKey, arrivedAt) : unauthorized(res, slug, invalid),
+      principal
+        ? forward(req, res, url, end, slug, principal, key.viaMeterKey, arrivedAt)
+        : unauthorized(res, slug, invalid),
     );
   };
 }

@@ -4,13 +4,27 @@ import { carriesServiceKey } from '../auth/key-format.js';
 /** Hop-by-hop (RFC 9110 §7.6.1) or set per connection by the next hop: never relayed.
  *  `host` is set by the upstream client; `expect` is answered by this server itself. */
 const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
-  'host', 'expect', 'http2-settings',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'expect',
+  'http2-settings',
 ]);
 
 /** Consumed by the service (CONTRACT §2): the service key, the provider credential under its
  *  own name, and the tagging headers. `authorization` is decided per request. */
-const CONSUMED = new Set(['x-meter-key', 'x-provider-authorization', 'x-metering-tags', 'x-feature-name', 'x-tenant-id']);
+const CONSUMED = new Set([
+  'x-meter-key',
+  'x-provider-authorization',
+  'x-metering-tags',
+  'x-feature-name',
+  'x-tenant-id',
+]);
 
 /** Names listed in a Connection header (other than keep-alive/close) are hop-by-hop too. */
 function connectionOptions(value: string | undefined): Set<string> | undefined {
@@ -28,7 +42,10 @@ function connectionOptions(value: string | undefined): Set<string> | undefined {
  * `viaMeterKey`: the service key came in X-Meter-Key, so Authorization is the provider's own.
  * X-Provider-Authorization, when sent, becomes Authorization and wins.
  */
-export function upstreamRequestHeaders(req: { rawHeaders: string[]; headers: IncomingHttpHeaders }, viaMeterKey: boolean): string[] {
+export function upstreamRequestHeaders(
+  req: { rawHeaders: string[]; headers: IncomingHttpHeaders },
+  viaMeterKey: boolean,
+): string[] {
   const raw = req.rawHeaders;
   const providerAuth = req.headers['x-provider-authorization'];
   const listed = connectionOptions(req.headers.connection);

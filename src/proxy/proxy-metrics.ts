@@ -39,21 +39,34 @@ export class ProxyMetrics {
   register(metrics: DaemonMetrics, keyCacheAgeSeconds: () => number): void {
     const each = (pick: (t: CallTimings) => FixedHistogram) => () =>
       [...this.timings].map(([provider, t]) => [{ provider }, pick(t)] as [Record<string, string>, FixedHistogram]);
-    metrics.histogram('meter_overhead_seconds',
+    metrics.histogram(
+      'meter_overhead_seconds',
       'Time the daemon adds to a call: arrival to upstream request sent, plus upstream response head to the client (X-Meter-Overhead-Ms)',
-      each((t) => t.overhead));
-    metrics.histogram('meter_first_byte_overhead_seconds',
-      'Time the daemon adds to the first byte of a response body (a stream\'s first token): arrival to upstream request sent, plus upstream first chunk handling until it is written to the client',
-      each((t) => t.firstByte));
-    metrics.histogram('meter_upstream_latency_seconds',
-      'Upstream request sent to the provider\'s response head', each((t) => t.upstream));
-    metrics.counter('meter_refusals_total',
+      each((t) => t.overhead),
+    );
+    metrics.histogram(
+      'meter_first_byte_overhead_seconds',
+      "Time the daemon adds to the first byte of a response body (a stream's first token): arrival to upstream request sent, plus upstream first chunk handling until it is written to the client",
+      each((t) => t.firstByte),
+    );
+    metrics.histogram(
+      'meter_upstream_latency_seconds',
+      "Upstream request sent to the provider's response head",
+      each((t) => t.upstream),
+    );
+    metrics.counter(
+      'meter_refusals_total',
       'Calls the daemon answered itself without forwarding, by reason (rate_limited, quota_exceeded, budget_exceeded, invalid_api_key, invalid_tags, unknown_provider)',
-      ['reason'], (emit) => {
+      ['reason'],
+      (emit) => {
         for (const [reason, n] of this.refusals) emit({ reason }, n);
-      });
-    metrics.gauge('meter_key_cache_age_seconds',
+      },
+    );
+    metrics.gauge(
+      'meter_key_cache_age_seconds',
       'Seconds since service keys were last re-read from the store (revocations take effect within this)',
-      [], (emit) => emit({}, keyCacheAgeSeconds()));
+      [],
+      (emit) => emit({}, keyCacheAgeSeconds()),
+    );
   }
 }

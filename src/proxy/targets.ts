@@ -77,7 +77,13 @@ const TRAVERSAL = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)|%2f|%5c|%00|\\|\/\/|^\//i;
  * normalises (`..`, `%2e%2e%2f`, backslashes, `//host`). Cheap when nothing suspicious is in it.
  */
 export function unsafePath(path: string): string | undefined {
-  if (path.indexOf('.') < 0 && path.indexOf('%') < 0 && path.indexOf('\\') < 0 && path.indexOf('/') !== 0 && path.indexOf('//') < 0) {
+  if (
+    path.indexOf('.') < 0 &&
+    path.indexOf('%') < 0 &&
+    path.indexOf('\\') < 0 &&
+    path.indexOf('/') !== 0 &&
+    path.indexOf('//') < 0
+  ) {
     return undefined;
   }
   return TRAVERSAL.test(path)

@@ -88,19 +88,33 @@ export async function startDaemon(
   const handle = (req: IncomingMessage, res: ServerResponse): void | Promise<void> => {
     if (isOverLimit(req.socket)) {
       res.shouldKeepAlive = false;
-      return sendError(res, 503, 'overloaded', `more than ${limits.maxConnections} open connections (METER_MAX_CONNECTIONS): retry later`, { headers: { 'retry-after': 1 } });
+      return sendError(
+        res,
+        503,
+        'overloaded',
+        `more than ${limits.maxConnections} open connections (METER_MAX_CONNECTIONS): retry later`,
+        { headers: { 'retry-after': 1 } },
+      );
     }
     // maxHeadersCount is one above the limit, so a request over it still shows it here.
     if (req.rawHeaders.length > limits.maxHeaders * 2) {
       res.shouldKeepAlive = false;
-      return sendError(res, 431, 'headers_too_large', `more than ${limits.maxHeaders} request headers (METER_MAX_HEADERS)`);
+      return sendError(
+        res,
+        431,
+        'headers_too_large',
+        `more than ${limits.maxHeaders} request headers (METER_MAX_HEADERS)`,
+      );
     }
     const url = req.url ?? '/';
     if (url === '/healthz') return sendJson(res, 200, { status: 'ok' });
     if (url === '/readyz') {
-      return store.ping().then((ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'store unreachable', store: store.kind }));
+      return store
+        .ping()
+        .then((ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'store unreachable', store: store.kind }));
     }
-    if (url === '/metrics' || url.startsWith('/metrics?')) return handleMetricsOnProxyPort(req, res, metrics, logger, config.metricsPort);
+    if (url === '/metrics' || url.startsWith('/metrics?'))
+      return handleMetricsOnProxyPort(req, res, metrics, logger, config.metricsPort);
     for (const [prefix, handler] of routes) if (url.startsWith(prefix)) return handler(req, res);
     sendError(res, 404, 'not_found', `no route for ${req.method} ${url.split('?')[0]}`);
   };
@@ -127,23 +141,26 @@ export async function startDaemon(
     sendError(res, 500, 'internal_error', 'internal error in meter');
   };
 
-  const server = createServer({
-    keepAliveTimeout: 65_000,
-    maxHeaderSize: limits.maxHeaderBytes,
-    headersTimeout: limits.headersTimeoutMs,
-    // Receiving a whole request body (not the response) may take this long.
-    requestTimeout: Math.max(300_000, limits.headersTimeoutMs),
-    // How often those two timeouts are checked (Node's default, 30 s, would let slow clients linger).
-    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
-  }, (req, res) => {
-    // One 'request' listener: tracking, then the answer.
-    track(req, res);
-    try {
-      handle(req, res)?.catch((err: Error) => failed(res, err));
-    } catch (err) {
-      failed(res, err as Error);
-    }
-  });
+  const server = createServer(
+    {
+      keepAliveTimeout: 65_000,
+      maxHeaderSize: limits.maxHeaderBytes,
+      headersTimeout: limits.headersTimeoutMs,
+      // Receiving a whole request body (not the response) may take this long.
+      requestTimeout: Math.max(300_000, limits.headersTimeoutMs),
+      // How often those two timeouts are checked (Node's default, 30 s, would let slow clients linger).
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
+    (req, res) => {
+      // One 'request' listener: tracking, then the answer.
+      track(req, res);
+      try {
+        handle(req, res)?.catch((err: Error) => failed(res, err));
+      } catch (err) {
+        failed(res, err as Error);
+      }
+    },
+  );
   server.maxHeadersCount = limits.maxHeaders + 1;
   answerClientErrors(server, limits);
   server.on('connection', (socket: Socket) => {
@@ -160,7 +177,8 @@ export async function startDaemon(
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
     });
-    if (config.metricsPort !== undefined) metricsServer = await startMetricsServer(config.host, config.metricsPort, metrics, logger);
+    if (config.metricsPort !== undefined)
+      metricsServer = await startMetricsServer(config.host, config.metricsPort, metrics, logger);
   } catch (err) {
     server.close();
     for (const c of components.reverse()) await c.stop?.();
@@ -174,9 +192,15 @@ export async function startDaemon(
   if (metricsServer) logger.info({ url: metricsUrl }, 'metrics served on their own port');
   warnIfExposed(config, logger);
   // CLI commands reach an embedded store through the daemon, never through this port.
-  const admin = store.kind === 'embedded' && store.setAdmin
-    ? await startAdminServer(store, config.dataDir, { smtpUrl: config.smtpUrl, pricesFile: config.pricesFile }, logger)
-    : undefined;
+  const admin =
+    store.kind === 'embedded' && store.setAdmin
+      ? await startAdminServer(
+          store,
+          config.dataDir,
+          { smtpUrl: config.smtpUrl, pricesFile: config.pricesFile },
+          logger,
+        )
+      : undefined;
   if (admin) store.setAdmin!(admin);
 
   let closing: Promise<void> | undefined;
@@ -200,7 +224,10 @@ export async function startDaemon(
         closeIdle();
         const sweep = setInterval(closeIdle, 100);
         const limit = setTimeout(() => {
-          logger.warn({ afterMs: DRAIN_LIMIT_MS }, 'calls still in flight at the drain limit: closing their connections');
+          logger.warn(
+            { afterMs: DRAIN_LIMIT_MS },
+            'calls still in flight at the drain limit: closing their connections',
+          );
           server.closeAllConnections();
         }, DRAIN_LIMIT_MS);
         await drained;
@@ -210,13 +237,19 @@ export async function startDaemon(
         logger.info({ ms: Date.now() - t0 }, 'in-flight calls drained');
         for (const c of components.reverse()) {
           try {
-            if (!(await settlesWithin(c.stop?.(), STOP_LIMIT_MS))) logger.warn({ afterMs: STOP_LIMIT_MS }, `${c.name} did not stop in time; going on`);
+            if (!(await settlesWithin(c.stop?.(), STOP_LIMIT_MS)))
+              logger.warn({ afterMs: STOP_LIMIT_MS }, `${c.name} did not stop in time; going on`);
           } catch (err) {
             logger.error({ err: { message: (err as Error).message } }, `stopping ${c.name} failed`);
           }
         }
         await admin?.close();
-        if (!(await settlesWithin(store.close().catch(() => {}), STORE_CLOSE_LIMIT_MS))) {
+        if (
+          !(await settlesWithin(
+            store.close().catch(() => {}),
+            STORE_CLOSE_LIMIT_MS,
+          ))
+        ) {
           logger.warn({ afterMs: STORE_CLOSE_LIMIT_MS }, 'the store did not close in time; going on');
         }
         logger.info({ ms: Date.now() - t0 }, 'shutdown complete');
@@ -239,11 +272,16 @@ async function settlesWithin(p: Promise<unknown> | unknown, ms: number): Promise
 
 /** Whether the store answers (one short query per scrape), and what this daemon runs on. */
 function registerDaemonMetrics(metrics: DaemonMetrics, store: Store): void {
-  metrics.gauge('meter_store_up', 'Whether the store answered a query at scrape time (1) or not (0)', ['store'], async (emit) => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 2_000)));
-    const up = await Promise.race([store.ping(), timeout]);
-    clearTimeout(timer);
-    emit({ store: store.kind }, up ? 1 : 0);
-  });
+  metrics.gauge(
+    'meter_store_up',
+    'Whether the store answered a query at scrape time (1) or not (0)',
+    ['store'],
+    async (emit) => {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 2_000)));
+      const up = await Promise.race([store.ping(), timeout]);
+      clearTimeout(timer);
+      emit({ store: store.kind }, up ? 1 : 0);
+    },
+  );
 }

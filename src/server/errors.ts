@@ -1,22 +1,53 @@
 import type { ServerResponse } from 'node:http';
 
 export type ErrorCode =
-  | 'invalid_tags' | 'invalid_parameter' | 'invalid_api_key' | 'budget_exceeded' | 'plan_required'
-  | 'unknown_provider' | 'not_found' | 'rate_limited' | 'quota_exceeded'
-  | 'upstream_unreachable' | 'upstream_timeout' | 'method_not_allowed' | 'internal_error' | 'forbidden'
+  | 'invalid_tags'
+  | 'invalid_parameter'
+  | 'invalid_api_key'
+  | 'budget_exceeded'
+  | 'plan_required'
+  | 'unknown_provider'
+  | 'not_found'
+  | 'rate_limited'
+  | 'quota_exceeded'
+  | 'upstream_unreachable'
+  | 'upstream_timeout'
+  | 'method_not_allowed'
+  | 'internal_error'
+  | 'forbidden'
   // Limits of the daemon's port (README "Security").
-  | 'invalid_path' | 'request_too_large' | 'headers_too_large' | 'request_timeout' | 'bad_request' | 'overloaded';
+  | 'invalid_path'
+  | 'request_too_large'
+  | 'headers_too_large'
+  | 'request_timeout'
+  | 'bad_request'
+  | 'overloaded';
 
 const TYPES: Record<number, string> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error',
-  403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 408: 'timeout_error',
-  413: 'invalid_request_error', 429: 'rate_limit_error', 431: 'invalid_request_error',
-  500: 'api_error', 502: 'api_error', 503: 'api_error', 504: 'timeout_error',
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  408: 'timeout_error',
+  413: 'invalid_request_error',
+  429: 'rate_limit_error',
+  431: 'invalid_request_error',
+  500: 'api_error',
+  502: 'api_error',
+  503: 'api_error',
+  504: 'timeout_error',
 };
 
 /** The service's own error (CONTRACT §3): the chat-completions envelope, or Anthropic's own
  *  shape on /proxy/anthropic so its SDK surfaces the message. */
-export function errorBody(status: number, code: ErrorCode, message: string, shape: 'default' | 'anthropic' = 'default'): string {
+export function errorBody(
+  status: number,
+  code: ErrorCode,
+  message: string,
+  shape: 'default' | 'anthropic' = 'default',
+): string {
   return JSON.stringify(
     shape === 'anthropic'
       ? { type: 'error', error: { type: code, message } }
@@ -44,7 +75,12 @@ export function sendError(
   res.end(body);
 }
 
-export function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string | number> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  value: unknown,
+  headers: Record<string, string | number> = {},
+): void {
   const body = typeof value === 'string' ? value : JSON.stringify(value);
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);

@@ -8,8 +8,10 @@ import { errorBody, type ErrorCode } from './errors.js';
 /** The service's own error as raw bytes, for a socket that has no ServerResponse (yet). */
 function rawError(status: number, code: ErrorCode, message: string, extra = ''): string {
   const body = errorBody(status, code, message);
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
-    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`;
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
+    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`
+  );
 }
 
 /**
@@ -26,9 +28,17 @@ export function answerClientErrors(server: Server, limits: Limits): void {
     }
     let reply: string;
     if (err.code === 'HPE_HEADER_OVERFLOW') {
-      reply = rawError(431, 'headers_too_large', `request headers over ${limits.maxHeaderBytes} bytes (METER_MAX_HEADER_BYTES)`);
+      reply = rawError(
+        431,
+        'headers_too_large',
+        `request headers over ${limits.maxHeaderBytes} bytes (METER_MAX_HEADER_BYTES)`,
+      );
     } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      reply = rawError(408, 'request_timeout', `request not received within ${limits.headersTimeoutMs} ms (METER_HEADERS_TIMEOUT_MS)`);
+      reply = rawError(
+        408,
+        'request_timeout',
+        `request not received within ${limits.headersTimeoutMs} ms (METER_HEADERS_TIMEOUT_MS)`,
+      );
     } else {
       reply = rawError(400, 'bad_request', `malformed HTTP request (${err.code ?? 'parse error'})`);
     }
@@ -56,12 +66,17 @@ export function isExposed(host: string): boolean {
 /** METER_HOST that other machines reach: say exactly what they can reach. */
 export function warnIfExposed(config: Pick<Config, 'host' | 'metricsPort'>, logger: Pick<Logger, 'warn'>): void {
   if (!isExposed(config.host)) return;
-  const metrics = config.metricsPort === undefined
-    ? '/metrics answers loopback peers only'
-    : `/metrics is served to any peer on port ${config.metricsPort} (METER_METRICS_PORT)`;
+  const metrics =
+    config.metricsPort === undefined
+      ? '/metrics answers loopback peers only'
+      : `/metrics is served to any peer on port ${config.metricsPort} (METER_METRICS_PORT)`;
   logger.warn(
-    { host: config.host, exposed: ['/proxy/', '/analytics/', '/healthz', '/readyz'], metricsPort: config.metricsPort ?? null },
+    {
+      host: config.host,
+      exposed: ['/proxy/', '/analytics/', '/healthz', '/readyz'],
+      metricsPort: config.metricsPort ?? null,
+    },
     `METER_HOST=${config.host}: other hosts can reach /proxy/ and /analytics/ (service key required), /healthz and /readyz; ` +
-    `${metrics}; the admin API is never served on a network port`,
+      `${metrics}; the admin API is never served on a network port`,
   );
 }

@@ -26,7 +26,11 @@ function pgliteVersion(): string {
 
 export function templateFingerprint(): string {
   const h = createHash('sha256').update(`pglite ${pgliteVersion()}\0`);
-  for (const file of readdirSync(sqlDir).sort()) h.update(file).update('\0').update(readFileSync(join(sqlDir, file))).update('\0');
+  for (const file of readdirSync(sqlDir).sort())
+    h.update(file)
+      .update('\0')
+      .update(readFileSync(join(sqlDir, file)))
+      .update('\0');
   return h.digest('hex');
 }
 
@@ -57,7 +61,11 @@ export async function buildTemplate(dir = defaultTemplateDir): Promise<void> {
         await pg.exec(sql);
       },
     };
-    const db = { kind: 'embedded', ...conn, withAdvisoryLock: (_key: string, fn: (c: typeof conn) => Promise<unknown>) => fn(conn) } as unknown as Db;
+    const db = {
+      kind: 'embedded',
+      ...conn,
+      withAdvisoryLock: (_key: string, fn: (c: typeof conn) => Promise<unknown>) => fn(conn),
+    } as unknown as Db;
     await migrate(db);
     const tar = Buffer.from(await (await pg.dumpDataDir('gzip')).arrayBuffer());
     mkdirSync(dir, { recursive: true });

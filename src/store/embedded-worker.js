@@ -27,9 +27,15 @@ const parsers = { 20: asIs, 1700: asIs, 1082: asIs };
 // reads. PGlite's own start parameters come first (startParams replaces them).
 const startParams = [
   ...PGlite.defaultStartParams,
-  '-c', 'shared_buffers=16MB', '-c', 'wal_buffers=1MB', '-c', 'temp_buffers=1MB',
+  '-c',
+  'shared_buffers=16MB',
+  '-c',
+  'wal_buffers=1MB',
+  '-c',
+  'temp_buffers=1MB',
   // PostgreSQL's default, relied on by the quoting of literals below.
-  '-c', 'standard_conforming_strings=on',
+  '-c',
+  'standard_conforming_strings=on',
 ];
 
 // A store without a database yet starts from the pre-built template (embedded-template.ts).
@@ -44,11 +50,24 @@ const ready = PGlite.create({
 
 // PGlite's file system (Emscripten's) throws ErrnoError objects with no message, only a WASI
 // errno: named here, with the directory, so that the user sees more than [object Object].
-const WASI_ERRNO = { 2: 'EACCES', 20: 'EEXIST', 29: 'EIO', 31: 'EISDIR', 44: 'ENOENT', 51: 'ENOSPC', 54: 'ENOTDIR', 55: 'ENOTEMPTY', 63: 'EPERM', 69: 'EROFS' };
+const WASI_ERRNO = {
+  2: 'EACCES',
+  20: 'EEXIST',
+  29: 'EIO',
+  31: 'EISDIR',
+  44: 'ENOENT',
+  51: 'ENOSPC',
+  54: 'ENOTDIR',
+  55: 'ENOTEMPTY',
+  63: 'EPERM',
+  69: 'EROFS',
+};
 const describe = (err) =>
-  typeof err?.message === 'string' && err.message ? err.message
-  : err?.name === 'ErrnoError' ? `the embedded store's files in ${dataDir ?? 'memory'} could not be used: ${WASI_ERRNO[err.errno] ?? `errno ${err.errno}`}`
-  : String(err);
+  typeof err?.message === 'string' && err.message
+    ? err.message
+    : err?.name === 'ErrnoError'
+      ? `the embedded store's files in ${dataDir ?? 'memory'} could not be used: ${WASI_ERRNO[err.errno] ?? `errno ${err.errno}`}`
+      : String(err);
 
 // A named statement (the writer's batch) is prepared once and run with EXECUTE: parsing and
 // planning it cost PGlite more than running it on a small batch. PGlite's API has no named
@@ -57,11 +76,15 @@ const describe = (err) =>
 // worker's, and a worker that restarts prepares again.
 const prepared = new Map();
 const NAME = /^[a-z_][a-z0-9_]*$/;
-const literal = (value) => (value === null || value === undefined ? 'NULL' : `'${String(value).replaceAll("'", "''")}'`);
+const literal = (value) =>
+  value === null || value === undefined ? 'NULL' : `'${String(value).replaceAll("'", "''")}'`;
 // Values whose text is their literal; anything else (a Date, an array) goes the usual way, and
 // so does text with a NUL, which would cut the statement's text short: as a parameter it fails
 // as bad data (22021), and the writer isolates the line.
-const plain = (value) => value == null || ['number', 'bigint', 'boolean'].includes(typeof value) || (typeof value === 'string' && !value.includes('\0'));
+const plain = (value) =>
+  value == null ||
+  ['number', 'bigint', 'boolean'].includes(typeof value) ||
+  (typeof value === 'string' && !value.includes('\0'));
 
 async function query(db, { sql, params, name }) {
   const values = params?.map(text);
@@ -88,8 +111,7 @@ parentPort.on('message', async (req) => {
     if (req.op === 'query') {
       const res = await query(db, req);
       reply = { id: req.id, rows: res.rows, ...(untouched(res) ? { unchanged: true } : {}) };
-    }
-    else if (req.op === 'exec') {
+    } else if (req.op === 'exec') {
       await db.exec(req.sql);
       reply = { id: req.id };
     } else {

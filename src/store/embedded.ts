@@ -6,7 +6,10 @@ import { acquireLock } from './lockfile.js';
 import type { Db, Queryable, QueryOptions } from './types.js';
 
 export class EmbeddedStoreError extends Error {
-  constructor(message: string, readonly code?: string) {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
     super(message);
   }
 }
@@ -33,7 +36,8 @@ function own(bytes: Uint8Array, moved: ArrayBuffer[]): Uint8Array {
  *  write. A script (exec) is one only when it is transaction control alone. */
 const READ_ONLY = /^\s*(SELECT|SHOW|BEGIN|COMMIT|ROLLBACK|SET\s+TRANSACTION)\b/i;
 const TX_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK)\s*;?\s*$/i;
-const mayWrite = (op: Request['op'], sql: string | undefined) => sql !== undefined && !(op === 'exec' ? TX_CONTROL : READ_ONLY).test(sql);
+const mayWrite = (op: Request['op'], sql: string | undefined) =>
+  sql !== undefined && !(op === 'exec' ? TX_CONTROL : READ_ONLY).test(sql);
 
 const defaultWorkerFile = new URL('./embedded-worker.js', import.meta.url);
 
@@ -60,7 +64,10 @@ export interface EmbeddedOptions {
  * (PostgreSQL's crash recovery replays its WAL), with backoff while it keeps dying. The writer
  * meanwhile keeps the events in its spool and retries, as it does for a database that is down.
  */
-export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOptions = {}): Promise<Db & { setAdmin(address: AdminAddress): void }> {
+export async function openEmbedded(
+  dataDir: string | undefined,
+  opts: EmbeddedOptions = {},
+): Promise<Db & { setAdmin(address: AdminAddress): void }> {
   const lock = dataDir ? acquireLock(dataDir) : undefined;
   const workerFile = opts.workerFile ?? defaultWorkerFile;
   // The worker loads it only into a data directory that has no database yet.
@@ -103,7 +110,10 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
       if (worker !== w) return;
       worker = undefined;
       if (closing) return;
-      died = new EmbeddedStoreError(`the embedded store's worker stopped (exit code ${code}${reason ? `: ${reason}` : ''}); a new one starts with the next statement`, 'worker_exited');
+      died = new EmbeddedStoreError(
+        `the embedded store's worker stopped (exit code ${code}${reason ? `: ${reason}` : ''}); a new one starts with the next statement`,
+        'worker_exited',
+      );
       deaths++;
       restartAt = Date.now() + Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (deaths - 1));
       for (const p of pending.values()) {
@@ -143,7 +153,8 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
     return run;
   };
   const direct: Queryable & { exec(sql: string): Promise<void> } = {
-    query: <T>(sql: string, params?: unknown[], opts?: QueryOptions) => send('query', sql, params, opts) as Promise<T[]>,
+    query: <T>(sql: string, params?: unknown[], opts?: QueryOptions) =>
+      send('query', sql, params, opts) as Promise<T[]>,
     exec: async (sql: string) => {
       await send('exec', sql);
     },
@@ -167,7 +178,11 @@ export async function openEmbedded(dataDir: string | undefined, opts: EmbeddedOp
         await direct.exec('BEGIN');
         const started = generation;
         const sameWorker = <T>(run: () => Promise<T>) =>
-          generation === started ? run() : Promise.reject(died ?? new EmbeddedStoreError('the embedded store restarted during a transaction', 'worker_exited'));
+          generation === started
+            ? run()
+            : Promise.reject(
+                died ?? new EmbeddedStoreError('the embedded store restarted during a transaction', 'worker_exited'),
+              );
         const tx: Queryable = { query: (sql, params, opts) => sameWorker(() => direct.query(sql, params, opts)) };
         try {
           const result = await fn(tx);

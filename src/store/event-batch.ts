@@ -22,14 +22,30 @@ export const TAG_OVERFLOW_VALUE = '';
 
 /** Each column, its type, and the UsageEvent field (the spooled JSON line's key) it comes from. */
 const COLUMNS: [name: string, type: string, key: string][] = [
-  ['time', 'timestamptz', 'time'], ['event_id', 'uuid', 'id'], ['account_id', 'uuid', 'accountId'], ['key_id', 'text', 'keyId'],
-  ['provider', 'text', 'provider'], ['model', 'text', 'model'], ['requested_model', 'text', 'requestedModel'],
-  ['status', 'smallint', 'status'], ['input_tokens', 'int8', 'inputTokens'], ['output_tokens', 'int8', 'outputTokens'],
-  ['cached_input_tokens', 'int8', 'cachedInputTokens'], ['cache_write_tokens', 'int8', 'cacheWriteTokens'],
-  ['reasoning_tokens', 'int8', 'reasoningTokens'], ['cost', 'numeric', 'cost'], ['unpriced', 'bool', 'unpriced'],
-  ['price_version', 'text', 'priceVersion'], ['usage_source', 'text', 'usageSource'], ['latency_ms', 'float8', 'latencyMs'],
-  ['ttfb_ms', 'float8', 'ttfbMs'], ['stream', 'bool', 'stream'], ['tags', 'jsonb', 'tags'],
-  ['provider_cost_ticks', 'int8', 'providerCostTicks'], ['units', 'jsonb', 'units'], ['service_tier', 'text', 'serviceTier'],
+  ['time', 'timestamptz', 'time'],
+  ['event_id', 'uuid', 'id'],
+  ['account_id', 'uuid', 'accountId'],
+  ['key_id', 'text', 'keyId'],
+  ['provider', 'text', 'provider'],
+  ['model', 'text', 'model'],
+  ['requested_model', 'text', 'requestedModel'],
+  ['status', 'smallint', 'status'],
+  ['input_tokens', 'int8', 'inputTokens'],
+  ['output_tokens', 'int8', 'outputTokens'],
+  ['cached_input_tokens', 'int8', 'cachedInputTokens'],
+  ['cache_write_tokens', 'int8', 'cacheWriteTokens'],
+  ['reasoning_tokens', 'int8', 'reasoningTokens'],
+  ['cost', 'numeric', 'cost'],
+  ['unpriced', 'bool', 'unpriced'],
+  ['price_version', 'text', 'priceVersion'],
+  ['usage_source', 'text', 'usageSource'],
+  ['latency_ms', 'float8', 'latencyMs'],
+  ['ttfb_ms', 'float8', 'ttfbMs'],
+  ['stream', 'bool', 'stream'],
+  ['tags', 'jsonb', 'tags'],
+  ['provider_cost_ticks', 'int8', 'providerCostTicks'],
+  ['units', 'jsonb', 'units'],
+  ['service_tier', 'text', 'serviceTier'],
 ];
 const names = COLUMNS.map(([n]) => n).join(', ');
 
@@ -56,10 +72,20 @@ const CLAIM = `claimed AS (
 
 /** What an event whose claim another event holds records instead of its usage. */
 const UNCHARGED: Record<string, string> = {
-  input_tokens: '0', output_tokens: '0', cached_input_tokens: '0', cache_write_tokens: '0', reasoning_tokens: '0',
-  cost: '0', unpriced: 'false', usage_source: `'none'`, provider_cost_ticks: 'NULL', units: 'NULL',
+  input_tokens: '0',
+  output_tokens: '0',
+  cached_input_tokens: '0',
+  cache_write_tokens: '0',
+  reasoning_tokens: '0',
+  cost: '0',
+  unpriced: 'false',
+  usage_source: `'none'`,
+  provider_cost_ticks: 'NULL',
+  units: 'NULL',
 };
-const chargedColumns = COLUMNS.map(([n]) => (UNCHARGED[n] ? `CASE WHEN charged THEN ${n} ELSE ${UNCHARGED[n]} END` : n)).join(', ');
+const chargedColumns = COLUMNS.map(([n]) =>
+  UNCHARGED[n] ? `CASE WHEN charged THEN ${n} ELSE ${UNCHARGED[n]} END` : n,
+).join(', ');
 
 const INSERT_EVENTS = `ins AS (
   INSERT INTO usage_events (${names})
@@ -69,7 +95,13 @@ const INSERT_EVENTS = `ins AS (
     output_tokens, cached_input_tokens, cache_write_tokens, reasoning_tokens, tags
 )`;
 
-const TOKEN_COLUMNS = ['input_tokens', 'output_tokens', 'cached_input_tokens', 'cache_write_tokens', 'reasoning_tokens'];
+const TOKEN_COLUMNS = [
+  'input_tokens',
+  'output_tokens',
+  'cached_input_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+];
 
 const UPSERT_DAILY = `daily AS (
   INSERT INTO usage_daily AS d (account_id, day, provider, model, spend, requests, ${TOKEN_COLUMNS.join(', ')})

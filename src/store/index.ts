@@ -39,7 +39,17 @@ export async function openStore(config: StoreConfig, logger?: Logger): Promise<S
 }
 
 /** Errors that mean "this DATABASE_URL does not lead to a database meter can use". */
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', '28P01', '28000', '3D000']);
+const CONNECT_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  '28P01',
+  '28000',
+  '3D000',
+]);
 
 /** A connection failure names DATABASE_URL (password masked), so the user knows what to fix. */
 export function withDatabaseName(err: Error, url: string): Error {

@@ -15,9 +15,14 @@ export interface LockInfo {
 
 export class StoreLockedError extends Error {
   override name = 'StoreLockedError';
-  constructor(readonly dataDir: string, readonly owner: LockInfo) {
-    super(`the embedded store in ${dataDir} is in use by process ${owner.pid} (a running meter daemon?); ` +
-      'stop it, or set METER_DATA_DIR to another directory, or DATABASE_URL to share PostgreSQL');
+  constructor(
+    readonly dataDir: string,
+    readonly owner: LockInfo,
+  ) {
+    super(
+      `the embedded store in ${dataDir} is in use by process ${owner.pid} (a running meter daemon?); ` +
+        'stop it, or set METER_DATA_DIR to another directory, or DATABASE_URL to share PostgreSQL',
+    );
   }
 }
 
@@ -45,7 +50,8 @@ export function alive(pid: number): boolean {
 }
 
 /** A live process other than this one: a lock it holds is not stale. */
-const heldByOther = (owner: LockInfo | undefined): owner is LockInfo => !!owner && owner.pid !== process.pid && alive(owner.pid);
+const heldByOther = (owner: LockInfo | undefined): owner is LockInfo =>
+  !!owner && owner.pid !== process.pid && alive(owner.pid);
 
 /** Creates the lock file with its content in one step, or returns false if it exists. A file
  *  created empty and written after ('wx') would show another taker an unreadable lock in

@@ -76,28 +76,38 @@ export async function migrate(
     const want = variantOf(db.kind);
     const mode = await schemaMode(conn);
     if (mode && mode !== want && !(opts.convert && mode === 'plain' && want === 'timescale')) {
-      throw new MigrationModeError(mode === 'plain'
-        ? 'this database is in plain PostgreSQL mode (usage_daily is a table): `meter migrate --to-timescale` converts it'
-        : 'this database is in TimescaleDB mode (usage_daily is a continuous aggregate) and cannot be migrated as plain PostgreSQL');
+      throw new MigrationModeError(
+        mode === 'plain'
+          ? 'this database is in plain PostgreSQL mode (usage_daily is a table): `meter migrate --to-timescale` converts it'
+          : 'this database is in TimescaleDB mode (usage_daily is a continuous aggregate) and cannot be migrated as plain PostgreSQL',
+      );
     }
-    const done = new Map((await conn.query<{ version: number; variant: string | null }>(
-      'SELECT version, variant FROM schema_migrations',
-    )).map((r) => [r.version, r.variant]));
+    const done = new Map(
+      (
+        await conn.query<{ version: number; variant: string | null }>('SELECT version, variant FROM schema_migrations')
+      ).map((r) => [r.version, r.variant]),
+    );
     const applied: Migration[] = [];
     for (const m of migrations) {
       if (done.has(m.version)) {
         // Rows written before variants were recorded are plain: only plain files existed then.
         const recorded = done.get(m.version) ?? (m.variant ? 'plain' : null);
         if ((m.variant ?? null) !== recorded) {
-          throw new MigrationModeError(`migration ${m.version}_${m.name} was applied for ${recorded ?? 'every'} mode, `
-            + `and this database is being migrated as ${want}: refusing to mix the modes' schemas`);
+          throw new MigrationModeError(
+            `migration ${m.version}_${m.name} was applied for ${recorded ?? 'every'} mode, ` +
+              `and this database is being migrated as ${want}: refusing to mix the modes' schemas`,
+          );
         }
         continue;
       }
       await conn.exec('BEGIN');
       try {
         await conn.exec(m.sql);
-        await conn.query('INSERT INTO schema_migrations (version, name, variant) VALUES ($1, $2, $3)', [m.version, m.name, m.variant ?? null]);
+        await conn.query('INSERT INTO schema_migrations (version, name, variant) VALUES ($1, $2, $3)', [
+          m.version,
+          m.name,
+          m.variant ?? null,
+        ]);
         await conn.exec('COMMIT');
       } catch (err) {
         await conn.exec('ROLLBACK').catch(() => {});

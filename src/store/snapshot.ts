@@ -16,7 +16,11 @@ type EventRef = { id: string; time: string };
  * must not follow a table's column list (a `SELECT *` would fail once a migration adds one).
  */
 export async function readWithSeen<R>(
-  db: Db, sql: string, params: unknown[], events: () => EventRef[], name?: string,
+  db: Db,
+  sql: string,
+  params: unknown[],
+  events: () => EventRef[],
+  name?: string,
 ): Promise<{ rows: R[]; seen: string[] }> {
   const opts = name ? { name } : undefined;
   if (events().length === 0) {

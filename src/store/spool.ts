@@ -1,4 +1,14 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  truncateSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EventRun } from './event-run.js';
@@ -111,11 +121,15 @@ export class Spool<T> {
       this.lock = acquireLock(this.dir);
     } catch (err) {
       if (!(err instanceof StoreLockedError)) throw err;
-      throw new Error(`the spool in ${this.dir} is in use by process ${err.owner.pid} (another meter daemon with the same METER_DATA_DIR); give each daemon its own METER_DATA_DIR`);
+      throw new Error(
+        `the spool in ${this.dir} is in use by process ${err.owner.pid} (another meter daemon with the same METER_DATA_DIR); give each daemon its own METER_DATA_DIR`,
+      );
     }
     let recovered = 0;
     let truncatedTails = 0;
-    const files = readdirSync(this.dir).filter((f) => SEGMENT_RE.test(f)).sort();
+    const files = readdirSync(this.dir)
+      .filter((f) => SEGMENT_RE.test(f))
+      .sort();
     let lastSeq = 0;
     for (const file of files) {
       const seq = Number(SEGMENT_RE.exec(file)![1]);
@@ -202,7 +216,7 @@ export class Spool<T> {
           }
           for (let i = 0; i < n; i++) {
             const { buf, used } = this.writing[i]!;
-            for (let at = 0; at < used; ) at += (await seg.fh.write(buf, at, used - at)).bytesWritten;
+            for (let at = 0; at < used;) at += (await seg.fh.write(buf, at, used - at)).bytesWritten;
             written += used;
           }
           await seg.fh.datasync();
@@ -243,10 +257,12 @@ export class Spool<T> {
     const left = seg.bytes - seg.ackedBytes;
     // Enough for `max` lines of this segment's average size, rarely more than a batch needs.
     let want = Math.min(left, Math.ceil((seg.bytes / seg.durable) * max * 1.1) + 4096);
-    if (this.readBuf.length > MAX_KEPT_READ && want + 2 <= MAX_KEPT_READ) this.readBuf = Buffer.allocUnsafeSlow(MAX_KEPT_READ);
+    if (this.readBuf.length > MAX_KEPT_READ && want + 2 <= MAX_KEPT_READ)
+      this.readBuf = Buffer.allocUnsafeSlow(MAX_KEPT_READ);
     const fh = await this.readerFor(seg);
     for (;;) {
-      if (this.readBuf.length < want + 2) this.readBuf = Buffer.allocUnsafeSlow(Math.max(want + 2, this.readBuf.length * 2));
+      if (this.readBuf.length < want + 2)
+        this.readBuf = Buffer.allocUnsafeSlow(Math.max(want + 2, this.readBuf.length * 2));
       const buf = this.readBuf;
       // The lines go at 1: the array's `[` is put before them, and each newline becomes its `,`.
       const got = await readFully(fh, buf, 1, want, seg.ackedBytes);
@@ -258,14 +274,22 @@ export class Spool<T> {
       }
       if (ends.length === 0) {
         // One line longer than the guess: read more (a durable part always ends with a newline).
-        if (want >= left || got < want) throw new Error(`spool segment ${seg.path} is shorter than what was written to it`);
+        if (want >= left || got < want)
+          throw new Error(`spool segment ${seg.path} is shorter than what was written to it`);
         want = Math.min(left, want * 2);
         continue;
       }
       const last = ends[ends.length - 1]!;
       buf[0] = 0x5b;
       buf[last] = 0x5d;
-      return { json: buf.subarray(0, last + 1), count: ends.length, ends, seg, endIdx: seg.acked + ends.length, endByte: seg.ackedBytes + last };
+      return {
+        json: buf.subarray(0, last + 1),
+        count: ends.length,
+        ends,
+        seg,
+        endIdx: seg.acked + ends.length,
+        endByte: seg.ackedBytes + last,
+      };
     }
   }
 
@@ -283,10 +307,16 @@ export class Spool<T> {
    *  them. A line that is not even JSON (a torn write) is kept as it is. */
   async deadLetter(lines: string[], reason: string): Promise<void> {
     const at = new Date().toISOString();
-    const data = lines.map((line) => {
-      const event = parse(line);
-      return JSON.stringify(event === undefined ? { at, reason: `unreadable spool line (${reason})`, line } : { at, reason, event }) + '\n';
-    }).join('');
+    const data = lines
+      .map((line) => {
+        const event = parse(line);
+        return (
+          JSON.stringify(
+            event === undefined ? { at, reason: `unreadable spool line (${reason})`, line } : { at, reason, event },
+          ) + '\n'
+        );
+      })
+      .join('');
     const fh = await open(this.deadLetterPath, 'a');
     try {
       await fh.appendFile(data);
@@ -326,7 +356,8 @@ export class Spool<T> {
   /** Flushes and closes files; segments with unwritten events stay for the next start. */
   async close(): Promise<number> {
     if (this.closed) return this.unacked;
-    do await this.flush(); // after the one under way, if any
+    do
+      await this.flush(); // after the one under way, if any
     while (this.pending.length > 0);
     this.closed = true;
     await this.closeReader();
@@ -371,8 +402,14 @@ export class Spool<T> {
 
   private newSegment(seq: number): Segment {
     const seg: Segment = {
-      seq, path: join(this.dir, `seg-${String(seq).padStart(12, '0')}.jsonl`),
-      count: 0, durable: 0, bytes: 0, acked: 0, ackedBytes: 0, sealed: false,
+      seq,
+      path: join(this.dir, `seg-${String(seq).padStart(12, '0')}.jsonl`),
+      count: 0,
+      durable: 0,
+      bytes: 0,
+      acked: 0,
+      ackedBytes: 0,
+      sealed: false,
     };
     this.segments.push(seg);
     return seg;
@@ -449,7 +486,13 @@ async function firstLine(path: string, position: number): Promise<string | undef
 }
 
 /** Reads `length` bytes at `position` unless the file ends first; returns how many it read. */
-async function readFully(fh: FileHandle, buf: Buffer, offset: number, length: number, position: number): Promise<number> {
+async function readFully(
+  fh: FileHandle,
+  buf: Buffer,
+  offset: number,
+  length: number,
+  position: number,
+): Promise<number> {
   let got = 0;
   while (got < length) {
     const { bytesRead } = await fh.read(buf, offset + got, length - got, position + got);

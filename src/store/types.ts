@@ -20,10 +20,16 @@ export interface Db extends Queryable {
   /** Runs fn inside BEGIN/COMMIT on one connection; ROLLBACK when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs fn while holding a session-level advisory lock on one connection. */
-  withAdvisoryLock<T>(key: string, fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>): Promise<T>;
+  withAdvisoryLock<T>(
+    key: string,
+    fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>,
+  ): Promise<T>;
   /** Like withAdvisoryLock, but when another session holds the lock it returns undefined at
    *  once instead of waiting (jobs that one sidecar of a fleet runs at a time). */
-  tryAdvisoryLock<T>(key: string, fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>): Promise<T | undefined>;
+  tryAdvisoryLock<T>(
+    key: string,
+    fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>,
+  ): Promise<T | undefined>;
   /** true when the database answers. */
   ping(): Promise<boolean>;
   /** Embedded store only: how many statements it has run that may have changed data. Its

@@ -5,7 +5,18 @@ import { openStore, type Store, type StoreConfig } from './index.js';
 /** The database is not (yet) there: nothing listens, the name does not resolve yet (a
  *  container starting), or the server says it is starting up or shutting down. Wrong
  *  credentials or a missing database are not waited for: they need the operator. */
-const NOT_UP = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', '57P03', '08006', '08001']);
+const NOT_UP = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  '57P03',
+  '08006',
+  '08001',
+]);
 
 export function isDatabaseNotUp(err: unknown): boolean {
   const e = err as { code?: string; message?: string; errors?: unknown[]; cause?: unknown };
@@ -30,9 +41,7 @@ const MAX_RETRY_MS = 5_000;
  * not up yet, retries with backoff and says so on every attempt, so that the daemon and its
  * database can start in any order (a compose file, a reboot). A signal ends the wait at once.
  */
-export async function openStoreWhenUp(
-  config: StoreConfig, logger: Logger, signal?: AbortSignal,
-): Promise<Store> {
+export async function openStoreWhenUp(config: StoreConfig, logger: Logger, signal?: AbortSignal): Promise<Store> {
   for (let attempt = 1; ; attempt++) {
     if (signal?.aborted) throw new StartAborted();
     try {
@@ -44,7 +53,12 @@ export async function openStoreWhenUp(
       const retryInMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (attempt - 1));
       const cause = err as { code?: string; message?: string; cause?: { code?: string } };
       logger.warn(
-        { database: maskUrl(config.databaseUrl), attempt, retry_in_ms: retryInMs, err: cause.code ?? cause.cause?.code ?? cause.message },
+        {
+          database: maskUrl(config.databaseUrl),
+          attempt,
+          retry_in_ms: retryInMs,
+          err: cause.code ?? cause.cause?.code ?? cause.message,
+        },
         `database not reachable yet (${cause.code ?? cause.cause?.code ?? 'no answer'}); retrying in ${retryInMs} ms — meter starts once it answers`,
       );
       await sleep(retryInMs, signal);

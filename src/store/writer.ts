@@ -93,13 +93,20 @@ export class EventWriter implements EventSink, Component {
       this.spool.push(event);
     } catch (err) {
       // Only an unserialisable event can get here (a bug): say so loudly rather than crash.
-      this.log.error({ err: { message: (err as Error).message }, eventId: event?.id }, 'usage event could not be spooled');
+      this.log.error(
+        { err: { message: (err as Error).message }, eventId: event?.id },
+        'usage event could not be spooled',
+      );
       return;
     }
     // A full batch kicks a ship only when one can start: while a statement runs (or the database
     // is backing off) the ship loop or the interval takes the batch, and a kick would only fsync
     // a few lines on every turn of the event loop (thousands of fsyncs a second under load).
-    if (!this.kicked && !this.stopping && (this.spool.wantsFlush || (this.spool.backlog >= this.batchSize && this.canShip()))) {
+    if (
+      !this.kicked &&
+      !this.stopping &&
+      (this.spool.wantsFlush || (this.spool.backlog >= this.batchSize && this.canShip()))
+    ) {
       this.kicked = true;
       setImmediate(() => {
         this.kicked = false;
@@ -111,7 +118,8 @@ export class EventWriter implements EventSink, Component {
   start(): void {
     const { recovered, truncatedTails } = this.spool.open();
     if (recovered > 0) this.log.info({ events: recovered }, 'replaying usage events spooled by a previous run');
-    if (truncatedTails > 0) this.log.warn({ segments: truncatedTails }, 'spool lines cut short by a crash were dropped');
+    if (truncatedTails > 0)
+      this.log.warn({ segments: truncatedTails }, 'spool lines cut short by a crash were dropped');
     this.timer = setInterval(() => this.tick(), this.interval);
     this.timer.unref();
     if (recovered > 0) this.tick();
@@ -140,7 +148,10 @@ export class EventWriter implements EventSink, Component {
     this.closed = true; // an attempt still under way stops after its statement
     const remaining = await this.spool.close();
     if (remaining > 0) {
-      this.log.warn({ events: remaining, spool: this.spool.dir }, `${remaining} usage events could not be written before exit and stay in the spool for the next start`);
+      this.log.warn(
+        { events: remaining, spool: this.spool.dir },
+        `${remaining} usage events could not be written before exit and stay in the spool for the next start`,
+      );
     } else {
       this.log.info({ written: this.written }, 'all usage events written');
     }
@@ -148,8 +159,12 @@ export class EventWriter implements EventSink, Component {
 
   stats(): WriterStats {
     return {
-      ...this.spool.stats(), written: this.written, deadLettered: this.deadLettered,
-      failures: this.failures, failedAttempts: this.failedAttempts, batches: this.batches,
+      ...this.spool.stats(),
+      written: this.written,
+      deadLettered: this.deadLettered,
+      failures: this.failures,
+      failedAttempts: this.failedAttempts,
+      batches: this.batches,
     };
   }
 
@@ -179,7 +194,8 @@ export class EventWriter implements EventSink, Component {
   async drain(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.spool.backlog > 0) {
-      if (Date.now() > deadline) throw new Error(`writer did not drain in ${timeoutMs} ms: ${JSON.stringify(this.stats())}`);
+      if (Date.now() > deadline)
+        throw new Error(`writer did not drain in ${timeoutMs} ms: ${JSON.stringify(this.stats())}`);
       this.tick();
       await sleep(10);
     }
@@ -212,7 +228,10 @@ export class EventWriter implements EventSink, Component {
         if (this.closed) return; // the spool keeps them; the next start replays them (a no-op)
         await this.spool.ack(batch);
         if (this.failures > 0) {
-          this.log.info({ failures: this.failures, backlog: this.spool.stats().backlog }, 'database reachable again: writing the spooled usage events');
+          this.log.info(
+            { failures: this.failures, backlog: this.spool.stats().backlog },
+            'database reachable again: writing the spooled usage events',
+          );
           this.failures = 0;
         }
         // A part batch was all there was: what arrived meanwhile waits for the next tick (at
@@ -238,7 +257,10 @@ export class EventWriter implements EventSink, Component {
         await this.spool.deadLetter([line], describe(err));
         this.deadLettered++;
         const eventId = idOf(line);
-        this.log.error({ eventId, err: describe(err), file: this.spool.deadLetterPath }, 'usage event rejected by the database: moved to the dead-letter file');
+        this.log.error(
+          { eventId, err: describe(err), file: this.spool.deadLetterPath },
+          'usage event rejected by the database: moved to the dead-letter file',
+        );
         return;
       }
       const half = run.count >> 1;
@@ -254,13 +276,18 @@ export class EventWriter implements EventSink, Component {
     const now = Date.now();
     if (this.failures === 1 || now - this.lastFailureLog > 30_000) {
       this.lastFailureLog = now;
-      this.log.warn({ err: describe(err), failures: this.failures, backlog: this.spool.stats().backlog },
-        'usage events not written yet (they wait in the spool); retrying with backoff');
+      this.log.warn(
+        { err: describe(err), failures: this.failures, backlog: this.spool.stats().backlog },
+        'usage events not written yet (they wait in the spool); retrying with backoff',
+      );
     }
   }
 
   private spoolFailed(err: Error): void {
-    this.log.error({ err: describe(err), dir: this.spool.dir }, 'spool write failed; events stay in memory and are retried');
+    this.log.error(
+      { err: describe(err), dir: this.spool.dir },
+      'spool write failed; events stay in memory and are retried',
+    );
   }
 
   /** Exponential from the flush interval up to maxBackoff, with jitter so sidecars spread out. */

@@ -20,8 +20,12 @@ const alert: BudgetAlert = {
   created_at: '2026-11-21T10:00:00.000Z',
 };
 const opts = { timeoutMs: 2_000 };
-const channel = (kind: AlertChannel['kind'], target: string, secret: string | null = null): AlertChannel =>
-  ({ id: 'a1b2c3d4e5f6', kind, target, secret });
+const channel = (kind: AlertChannel['kind'], target: string, secret: string | null = null): AlertChannel => ({
+  id: 'a1b2c3d4e5f6',
+  kind,
+  target,
+  secret,
+});
 
 describe('alert channels against real receivers on loopback', () => {
   it('webhook: the contract body with exact money, Meter-Event-Id and a verifiable Meter-Signature', async () => {
@@ -39,10 +43,27 @@ describe('alert channels against real receivers on loopback', () => {
     expect(Math.abs(Number(m![1]) - Date.now() / 1000)).toBeLessThan(60);
     expect(m![2]).toBe(createHmac('sha256', secret).update(`${m![1]}.${req!.body}`).digest('hex'));
     const body = JSON.parse(req!.body) as Record<string, unknown>;
-    expect(Object.keys(body)).toEqual(
-      ['id', 'type', 'account', 'month', 'level', 'spend', 'budget', 'utilization_pct', 'top_models', 'top_tags', 'created_at'],
-    );
-    expect(body).toMatchObject({ id: alert.id, type: 'budget.threshold', account: 'acme', month: '2026-11', level: 80, budget: 100 });
+    expect(Object.keys(body)).toEqual([
+      'id',
+      'type',
+      'account',
+      'month',
+      'level',
+      'spend',
+      'budget',
+      'utilization_pct',
+      'top_models',
+      'top_tags',
+      'created_at',
+    ]);
+    expect(body).toMatchObject({
+      id: alert.id,
+      type: 'budget.threshold',
+      account: 'acme',
+      month: '2026-11',
+      level: 80,
+      budget: 100,
+    });
     // Money and counters are JSON numbers written from the exact decimal text.
     expect(req!.body).toContain('"spend":80.12345678');
     expect(req!.body).toContain('"utilization_pct":80.12');
@@ -64,7 +85,11 @@ describe('alert channels against real receivers on loopback', () => {
     const rx = await httpReceiver();
     expect((await sendToChannel(channel('teams', `${rx.url}/webhookb2/x`), alert, opts)).ok).toBe(true);
     const body = JSON.parse(rx.received[0]!.body) as {
-      type: string; attachments: { contentType: string; content: { type: string; version: string; body: { type: string; facts?: unknown[] }[] } }[];
+      type: string;
+      attachments: {
+        contentType: string;
+        content: { type: string; version: string; body: { type: string; facts?: unknown[] }[] };
+      }[];
     };
     expect(body.type).toBe('message');
     expect(body.attachments).toHaveLength(1);
@@ -91,8 +116,10 @@ describe('alert channels against real receivers on loopback', () => {
     expect(unset).toMatchObject({ ok: false });
     expect(unset.error).toContain('METER_SMTP_URL is not set');
     const smtp = await smtpReceiver('meter', 'right-pass');
-    const wrong = await sendToChannel(channel('email', 'ops@example.com'), alert,
-      { ...opts, smtpUrl: `smtp://meter:wrong-pass-xyz@127.0.0.1:${smtp.port}` });
+    const wrong = await sendToChannel(channel('email', 'ops@example.com'), alert, {
+      ...opts,
+      smtpUrl: `smtp://meter:wrong-pass-xyz@127.0.0.1:${smtp.port}`,
+    });
     expect(wrong.ok).toBe(false);
     expect(wrong.error).toMatch(/^SMTP: /);
     expect(wrong.error).not.toContain('wrong-pass-xyz');

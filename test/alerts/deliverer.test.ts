@@ -36,7 +36,9 @@ describeEachBackend('alert outbox deliverer', (backend) => {
   }
   const fast = (retry: Partial<typeof DEFAULT_RETRY_POLICY>) =>
     new AlertDeliverer(db, silentLogger, {
-      ...DEFAULT_DELIVERER_OPTIONS, pollMs: 25, timeoutMs: 2_000,
+      ...DEFAULT_DELIVERER_OPTIONS,
+      pollMs: 25,
+      timeoutMs: 2_000,
       retry: { firstRetryMs: 100, maxDelayMs: 400, giveUpAfterMs: 60_000, ...retry },
     });
 
@@ -57,14 +59,16 @@ describeEachBackend('alert outbox deliverer', (backend) => {
     expect(second!.headers['meter-event-id']).toBe(first!.headers['meter-event-id']);
     expect(second!.body).toBe(first!.body);
     const log = await db.query<{ ok: boolean; status_code: number; error: string | null }>(
-      `SELECT a.ok, a.status_code, a.error FROM alert_delivery_attempts a WHERE a.channel_id = $1 ORDER BY a.id`, [channel],
+      `SELECT a.ok, a.status_code, a.error FROM alert_delivery_attempts a WHERE a.channel_id = $1 ORDER BY a.id`,
+      [channel],
     );
     expect(log).toEqual([
       { ok: false, status_code: 500, error: 'HTTP 500: receiver says no' },
       { ok: true, status_code: 200, error: null },
     ]);
     const [delivery] = await db.query<{ status: string; attempts: number }>(
-      'SELECT status, attempts FROM alert_deliveries WHERE channel_id = $1', [channel],
+      'SELECT status, attempts FROM alert_deliveries WHERE channel_id = $1',
+      [channel],
     );
     expect(delivery).toEqual({ status: 'delivered', attempts: 2 });
     const [listed] = await listChannels(db, 'flaky');
@@ -77,10 +81,16 @@ describeEachBackend('alert outbox deliverer', (backend) => {
     const deliverer = fast({ firstRetryMs: 50, maxDelayMs: 200, giveUpAfterMs: 700 });
     deliverer.start();
     try {
-      await waitFor(async () => {
-        const [d] = await db.query<{ status: string }>('SELECT status FROM alert_deliveries WHERE channel_id = $1', [channel]);
-        return d?.status === 'failed';
-      }, 15_000, 'the delivery to be given up');
+      await waitFor(
+        async () => {
+          const [d] = await db.query<{ status: string }>('SELECT status FROM alert_deliveries WHERE channel_id = $1', [
+            channel,
+          ]);
+          return d?.status === 'failed';
+        },
+        15_000,
+        'the delivery to be given up',
+      );
     } finally {
       await deliverer.stop();
     }
@@ -88,7 +98,8 @@ describeEachBackend('alert outbox deliverer', (backend) => {
     expect(rx.received.length).toBeGreaterThanOrEqual(3);
     expect(rx.received.length).toBeLessThanOrEqual(10);
     const [{ n }] = (await db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM alert_delivery_attempts WHERE channel_id = $1', [channel],
+      'SELECT count(*)::int AS n FROM alert_delivery_attempts WHERE channel_id = $1',
+      [channel],
     )) as [{ n: number }];
     expect(n).toBe(rx.received.length);
     const [listed] = await listChannels(db, 'down');

@@ -19,27 +19,74 @@ describeEachBackend('analytics API', (backend) => {
     db = await backend.open();
     const auth = new FixedKeys();
     [pro, free, other, empty] = [
-      await createAccount(db, auth, 'pro'), await createAccount(db, auth, 'free'),
-      await createAccount(db, auth, 'pro'), await createAccount(db, auth, 'pro'),
+      await createAccount(db, auth, 'pro'),
+      await createAccount(db, auth, 'free'),
+      await createAccount(db, auth, 'pro'),
+      await createAccount(db, auth, 'pro'),
     ];
     api = await startApi(db, auth, NOW);
     const acct = pro.principal.accountId;
     await seedEvents(db, [
-      makeEvent({ accountId: acct, time: '2026-05-14T10:00:00.000Z', provider: 'openai', model: 'gpt-4o', cost: '123456789012.30000001',
-        inputTokens: 9007199254740991, tags: { team: 'search', env: 'prod' } }),
-      makeEvent({ accountId: acct, time: '2026-05-14T09:00:00.123456Z', provider: 'anthropic', model: 'claude-sonnet-4',
-        cost: '0.10000000', inputTokens: 10, outputTokens: 5, tags: { team: 'ads' } }),
-      makeEvent({ accountId: acct, time: '2026-05-11T00:00:00.000Z', provider: 'anthropic', model: 'claude-sonnet-4',
-        cost: '0.20000000', inputTokens: 20, outputTokens: 7 }),
+      makeEvent({
+        accountId: acct,
+        time: '2026-05-14T10:00:00.000Z',
+        provider: 'openai',
+        model: 'gpt-4o',
+        cost: '123456789012.30000001',
+        inputTokens: 9007199254740991,
+        tags: { team: 'search', env: 'prod' },
+      }),
+      makeEvent({
+        accountId: acct,
+        time: '2026-05-14T09:00:00.123456Z',
+        provider: 'anthropic',
+        model: 'claude-sonnet-4',
+        cost: '0.10000000',
+        inputTokens: 10,
+        outputTokens: 5,
+        tags: { team: 'ads' },
+      }),
+      makeEvent({
+        accountId: acct,
+        time: '2026-05-11T00:00:00.000Z',
+        provider: 'anthropic',
+        model: 'claude-sonnet-4',
+        cost: '0.20000000',
+        inputTokens: 20,
+        outputTokens: 7,
+      }),
       // Sunday before this ISO week, still this month.
-      makeEvent({ accountId: acct, time: '2026-05-10T23:59:59.999Z', provider: 'groq', model: 'llama-3.3-70b', cost: '0.05000000',
-        tags: { team: 'search' } }),
+      makeEvent({
+        accountId: acct,
+        time: '2026-05-10T23:59:59.999Z',
+        provider: 'groq',
+        model: 'llama-3.3-70b',
+        cost: '0.05000000',
+        tags: { team: 'search' },
+      }),
       // Last quarter: only in daily.
-      makeEvent({ accountId: acct, time: '2026-03-31T12:00:00.000Z', provider: 'openai', model: 'gpt-4o', cost: '1.00000000' }),
-      makeEvent({ accountId: acct, time: '2026-05-12T08:00:00.000Z', provider: 'openai', model: 'gpt-4o-mini', cost: '0',
-        usageSource: 'none', status: 500 }),
-      makeEvent({ accountId: other.principal.accountId, time: '2026-05-13T08:00:00.000Z', cost: '99.00000000',
-        tags: { team: 'search' } }),
+      makeEvent({
+        accountId: acct,
+        time: '2026-03-31T12:00:00.000Z',
+        provider: 'openai',
+        model: 'gpt-4o',
+        cost: '1.00000000',
+      }),
+      makeEvent({
+        accountId: acct,
+        time: '2026-05-12T08:00:00.000Z',
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        cost: '0',
+        usageSource: 'none',
+        status: 500,
+      }),
+      makeEvent({
+        accountId: other.principal.accountId,
+        time: '2026-05-13T08:00:00.000Z',
+        cost: '99.00000000',
+        tags: { team: 'search' },
+      }),
     ]);
   });
 
@@ -78,13 +125,15 @@ describeEachBackend('analytics API', (backend) => {
   it('daily: the window ends today (UTC), oldest first, zero days included', async () => {
     const r = await api.get('/analytics/daily?days=5', pro.key);
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ days: [
-      { date: '2026-05-10', spend: '0.05', requests: '1' },
-      { date: '2026-05-11', spend: '0.2', requests: '1' },
-      { date: '2026-05-12', spend: '0', requests: '1' },
-      { date: '2026-05-13', spend: '0', requests: '0' },
-      { date: '2026-05-14', spend: '123456789012.40000001', requests: '2' },
-    ] });
+    expect(r.body).toEqual({
+      days: [
+        { date: '2026-05-10', spend: '0.05', requests: '1' },
+        { date: '2026-05-11', spend: '0.2', requests: '1' },
+        { date: '2026-05-12', spend: '0', requests: '1' },
+        { date: '2026-05-13', spend: '0', requests: '0' },
+        { date: '2026-05-14', spend: '123456789012.40000001', requests: '2' },
+      ],
+    });
     // Money and counts are JSON numbers written from the exact decimals.
     expect(r.text).toContain('"spend":123456789012.40000001,');
     expect(r.text).toContain('{"date":"2026-05-13","spend":0,"requests":0}');
@@ -95,13 +144,19 @@ describeEachBackend('analytics API', (backend) => {
     expect(one.body.days).toEqual([{ date: '2026-05-14', spend: '123456789012.40000001', requests: '2' }]);
     const ninety = await api.get('/analytics/daily?days=90', pro.key);
     expect(ninety.body.days).toHaveLength(90);
-    expect(ninety.body.days.find((x: { date: string }) => x.date === '2026-03-31')).toEqual({ date: '2026-03-31', spend: '1', requests: '1' });
+    expect(ninety.body.days.find((x: { date: string }) => x.date === '2026-03-31')).toEqual({
+      date: '2026-03-31',
+      spend: '1',
+      requests: '1',
+    });
   });
 
   it('daily for an account without calls: every day zero', async () => {
     const r = await api.get('/analytics/daily?days=7', empty.key);
     expect(r.body.days).toHaveLength(7);
-    expect(r.body.days.every((d: { spend: string; requests: string }) => d.spend === '0' && d.requests === '0')).toBe(true);
+    expect(r.body.days.every((d: { spend: string; requests: string }) => d.spend === '0' && d.requests === '0')).toBe(
+      true,
+    );
   });
 
   it('summary: this month, by_model by spend descending, budget null and hard_cap false without a budget', async () => {
@@ -116,10 +171,38 @@ describeEachBackend('analytics API', (backend) => {
       budget_utilization_pct: null,
       hard_cap: false,
       by_model: [
-        { provider: 'openai', model: 'gpt-4o', spend: '123456789012.30000001', requests: '1', input_tokens: '9007199254740991', output_tokens: '20' },
-        { provider: 'anthropic', model: 'claude-sonnet-4', spend: '0.3', requests: '2', input_tokens: '30', output_tokens: '12' },
-        { provider: 'groq', model: 'llama-3.3-70b', spend: '0.05', requests: '1', input_tokens: '100', output_tokens: '20' },
-        { provider: 'openai', model: 'gpt-4o-mini', spend: '0', requests: '1', input_tokens: '100', output_tokens: '20' },
+        {
+          provider: 'openai',
+          model: 'gpt-4o',
+          spend: '123456789012.30000001',
+          requests: '1',
+          input_tokens: '9007199254740991',
+          output_tokens: '20',
+        },
+        {
+          provider: 'anthropic',
+          model: 'claude-sonnet-4',
+          spend: '0.3',
+          requests: '2',
+          input_tokens: '30',
+          output_tokens: '12',
+        },
+        {
+          provider: 'groq',
+          model: 'llama-3.3-70b',
+          spend: '0.05',
+          requests: '1',
+          input_tokens: '100',
+          output_tokens: '20',
+        },
+        {
+          provider: 'openai',
+          model: 'gpt-4o-mini',
+          spend: '0',
+          requests: '1',
+          input_tokens: '100',
+          output_tokens: '20',
+        },
       ],
     });
     expect(r.text).toContain('"input_tokens":9007199254740991');
@@ -131,7 +214,10 @@ describeEachBackend('analytics API', (backend) => {
     const week = await api.get('/analytics/by-tag?key=team&period=week', pro.key);
     expect(week.status).toBe(200);
     expect(week.body).toEqual({
-      key: 'team', period: 'week', from: '2026-05-11', to: '2026-05-18',
+      key: 'team',
+      period: 'week',
+      from: '2026-05-11',
+      to: '2026-05-18',
       groups: [
         { value: 'search', spend: '123456789012.30000001', requests: '1' },
         { value: null, spend: '0.2', requests: '2' },
@@ -144,8 +230,14 @@ describeEachBackend('analytics API', (backend) => {
     expect(month.body.groups[0]).toEqual({ value: 'search', spend: '123456789012.35000001', requests: '2' });
     const quarter = await api.get('/analytics/by-tag?key=env&period=quarter', pro.key);
     expect(quarter.body).toEqual({
-      key: 'env', period: 'quarter', from: '2026-04-01', to: '2026-07-01',
-      groups: [{ value: 'prod', spend: '123456789012.30000001', requests: '1' }, { value: null, spend: '0.35', requests: '4' }],
+      key: 'env',
+      period: 'quarter',
+      from: '2026-04-01',
+      to: '2026-07-01',
+      groups: [
+        { value: 'prod', spend: '123456789012.30000001', requests: '1' },
+        { value: null, spend: '0.35', requests: '4' },
+      ],
     });
     const none = await api.get('/analytics/by-tag?key=team', empty.key);
     expect(none.body.groups).toEqual([]);
@@ -156,33 +248,75 @@ describeEachBackend('analytics API', (backend) => {
     expect(r.status).toBe(200);
     expect(r.body.next_cursor).toBeNull();
     expect(r.body.events.map((e: { time: string }) => e.time)).toEqual([
-      '2026-05-14T10:00:00.000Z', '2026-05-14T09:00:00.123456Z', '2026-05-12T08:00:00.000Z',
-      '2026-05-11T00:00:00.000Z', '2026-05-10T23:59:59.999Z', '2026-03-31T12:00:00.000Z',
+      '2026-05-14T10:00:00.000Z',
+      '2026-05-14T09:00:00.123456Z',
+      '2026-05-12T08:00:00.000Z',
+      '2026-05-11T00:00:00.000Z',
+      '2026-05-10T23:59:59.999Z',
+      '2026-03-31T12:00:00.000Z',
     ]);
     const first = r.body.events[0];
     expect(Object.keys(first).sort()).toEqual([
-      'cache_write_tokens', 'cached_input_tokens', 'cost', 'id', 'input_tokens', 'key_id', 'latency_ms', 'model',
-      'output_tokens', 'price_version', 'provider', 'reasoning_tokens', 'requested_model', 'service_tier', 'status', 'stream', 'tags',
-      'time', 'ttfb_ms', 'units', 'usage_source',
+      'cache_write_tokens',
+      'cached_input_tokens',
+      'cost',
+      'id',
+      'input_tokens',
+      'key_id',
+      'latency_ms',
+      'model',
+      'output_tokens',
+      'price_version',
+      'provider',
+      'reasoning_tokens',
+      'requested_model',
+      'service_tier',
+      'status',
+      'stream',
+      'tags',
+      'time',
+      'ttfb_ms',
+      'units',
+      'usage_source',
     ]);
     expect(first).toMatchObject({
-      provider: 'openai', model: 'gpt-4o', status: '200', input_tokens: '9007199254740991', cost: '123456789012.30000001',
-      usage_source: 'provider', latency_ms: '123.5', ttfb_ms: '45.25', stream: false, tags: { team: 'search', env: 'prod' },
-      price_version: 'genai-prices@0.1.8', requested_model: 'gpt-4o-mini', service_tier: null, units: {},
+      provider: 'openai',
+      model: 'gpt-4o',
+      status: '200',
+      input_tokens: '9007199254740991',
+      cost: '123456789012.30000001',
+      usage_source: 'provider',
+      latency_ms: '123.5',
+      ttfb_ms: '45.25',
+      stream: false,
+      tags: { team: 'search', env: 'prod' },
+      price_version: 'genai-prices@0.1.8',
+      requested_model: 'gpt-4o-mini',
+      service_tier: null,
+      units: {},
     });
     expect(r.text).toContain('"cost":123456789012.30000001,');
     expect(r.body.events[2]).toMatchObject({ status: '500', usage_source: 'none', cost: '0', tags: {} });
   });
 
   it('events: filters by provider, model, tag and time range (from inclusive, to exclusive)', async () => {
-    const ids = async (q: string) => ((await api.get(`/analytics/events?${q}`, pro.key)).body.events as { time: string }[]).map((e) => e.time);
+    const ids = async (q: string) =>
+      ((await api.get(`/analytics/events?${q}`, pro.key)).body.events as { time: string }[]).map((e) => e.time);
     expect(await ids('provider=anthropic')).toEqual(['2026-05-14T09:00:00.123456Z', '2026-05-11T00:00:00.000Z']);
     expect(await ids('model=gpt-4o')).toEqual(['2026-05-14T10:00:00.000Z', '2026-03-31T12:00:00.000Z']);
     expect(await ids('tag=team:search')).toEqual(['2026-05-14T10:00:00.000Z', '2026-05-10T23:59:59.999Z']);
     expect(await ids('tag=team:search&provider=groq')).toEqual(['2026-05-10T23:59:59.999Z']);
-    expect(await ids('from=2026-05-11&to=2026-05-14')).toEqual(['2026-05-12T08:00:00.000Z', '2026-05-11T00:00:00.000Z']);
-    expect(await ids('from=2026-05-14T09:00:00.123456Z&to=2026-05-14T10:00:00Z')).toEqual(['2026-05-14T09:00:00.123456Z']);
-    expect(await ids('from=2026-05-14T11:00:00%2B02:00')).toEqual(['2026-05-14T10:00:00.000Z', '2026-05-14T09:00:00.123456Z']);
+    expect(await ids('from=2026-05-11&to=2026-05-14')).toEqual([
+      '2026-05-12T08:00:00.000Z',
+      '2026-05-11T00:00:00.000Z',
+    ]);
+    expect(await ids('from=2026-05-14T09:00:00.123456Z&to=2026-05-14T10:00:00Z')).toEqual([
+      '2026-05-14T09:00:00.123456Z',
+    ]);
+    expect(await ids('from=2026-05-14T11:00:00%2B02:00')).toEqual([
+      '2026-05-14T10:00:00.000Z',
+      '2026-05-14T09:00:00.123456Z',
+    ]);
     expect(await ids('tag=team:nobody')).toEqual([]);
   });
 
@@ -193,7 +327,14 @@ describeEachBackend('analytics API', (backend) => {
     const summary = await api.get('/analytics/summary', other.key);
     expect(summary.body).toMatchObject({ spend: '99', requests: '1' });
     expect(summary.body.by_model).toEqual([
-      { provider: 'openai', model: 'gpt-4o-mini', spend: '99', requests: '1', input_tokens: '100', output_tokens: '20' },
+      {
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        spend: '99',
+        requests: '1',
+        input_tokens: '100',
+        output_tokens: '20',
+      },
     ]);
     const tags = await api.get('/analytics/by-tag?key=team&period=quarter', other.key);
     expect(tags.body.groups).toEqual([{ value: 'search', spend: '99', requests: '1' }]);

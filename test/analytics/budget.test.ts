@@ -31,7 +31,14 @@ describeEachBackend('analytics summary with budgets', (backend) => {
 
   it('reads the budget, its utilisation and the hard cap', async () => {
     const r = await api.get('/analytics/summary', capped.key);
-    expect(r.body).toMatchObject({ month: '2026-05', spend: '100.00000001', requests: '1', budget: '300', budget_utilization_pct: '33.33', hard_cap: true });
+    expect(r.body).toMatchObject({
+      month: '2026-05',
+      spend: '100.00000001',
+      requests: '1',
+      budget: '300',
+      budget_utilization_pct: '33.33',
+      hard_cap: true,
+    });
     expect(r.text).toContain('"budget":300,"budget_utilization_pct":33.33,"hard_cap":true');
   });
 

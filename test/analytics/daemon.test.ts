@@ -15,7 +15,10 @@ describeEachBackend('analytics in the daemon', (backend) => {
   beforeAll(async () => {
     const store = await backend.config();
     const config = loadConfig({
-      METER_HOST: '127.0.0.1', METER_PORT: '0', METER_DATA_DIR: store.dataDir, METER_KEY_REFRESH_MS: '100',
+      METER_HOST: '127.0.0.1',
+      METER_PORT: '0',
+      METER_DATA_DIR: store.dataDir,
+      METER_KEY_REFRESH_MS: '100',
       ...(store.databaseUrl ? { DATABASE_URL: store.databaseUrl } : {}),
     });
     daemon = await startDaemon(config, createLogger('silent'), [analyticsComponent]);

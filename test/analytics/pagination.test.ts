@@ -19,7 +19,11 @@ function micros(baseMs: number, offsetUs: number): string {
   return `${seconds}.${(total % 1_000_000n).toString().padStart(6, '0')}Z`;
 }
 
-interface Listed { id: string; time: string; tags: Record<string, string> }
+interface Listed {
+  id: string;
+  time: string;
+  tags: Record<string, string>;
+}
 /** Microsecond text, so times compare as strings in time order. */
 const fine = (t: string) => t.replace(/\.(\d{3})Z$/, '.$1000Z');
 
@@ -37,9 +41,16 @@ describeEachBackend('analytics events pagination', (backend) => {
     initial = [];
     for (let i = 0; i < 400; i++) {
       // Microsecond steps: neighbours differ below a millisecond.
-      initial.push(makeEvent({ accountId: acct.principal.accountId, time: micros(base, i * 997_001 + (i % 7)), tags: { half: String(i % 2) } }));
+      initial.push(
+        makeEvent({
+          accountId: acct.principal.accountId,
+          time: micros(base, i * 997_001 + (i % 7)),
+          tags: { half: String(i % 2) },
+        }),
+      );
     }
-    for (let i = 0; i < 150; i++) initial.push(makeEvent({ accountId: acct.principal.accountId, time: TIE, tags: { half: String(i % 2) } }));
+    for (let i = 0; i < 150; i++)
+      initial.push(makeEvent({ accountId: acct.principal.accountId, time: TIE, tags: { half: String(i % 2) } }));
     await seedEvents(db, initial);
     api = await startApi(db, auth, new Date('2026-05-14T00:00:00Z'));
   }, 60_000);
@@ -76,8 +87,14 @@ describeEachBackend('analytics events pagination', (backend) => {
       let n = 0;
       while (!done) {
         const batch = [
-          makeEvent({ accountId: acct.principal.accountId, time: new Date(Date.parse('2026-05-13T00:00:00Z') + n).toISOString() }),
-          makeEvent({ accountId: acct.principal.accountId, time: micros(Date.parse('2026-05-01T00:00:00Z'), (n * 7919 + 13) % 399_000_000) }),
+          makeEvent({
+            accountId: acct.principal.accountId,
+            time: new Date(Date.parse('2026-05-13T00:00:00Z') + n).toISOString(),
+          }),
+          makeEvent({
+            accountId: acct.principal.accountId,
+            time: micros(Date.parse('2026-05-01T00:00:00Z'), (n * 7919 + 13) % 399_000_000),
+          }),
           makeEvent({ accountId: acct.principal.accountId, time: TIE, id: randomUUID() }),
         ];
         inserted.push(...batch);
@@ -106,7 +123,10 @@ describeEachBackend('analytics events pagination', (backend) => {
 
   it('pages with a filter and across a run of identical timestamps', async () => {
     const seen = await walk('&tag=half:1&to=2026-05-11', 10);
-    const expected = initial.filter((e) => e.tags.half === '1').map((e) => e.id).sort();
+    const expected = initial
+      .filter((e) => e.tags.half === '1')
+      .map((e) => e.id)
+      .sort();
     expect(seen.every((e) => e.tags.half === '1')).toBe(true);
     expectStrictlyNewestFirst(seen);
     expect(seen.map((e) => e.id).sort()).toEqual(expected);
@@ -119,7 +139,10 @@ describeEachBackend('analytics events pagination', (backend) => {
     const first = await api.get('/analytics/events', acct.key);
     expect(first.body.events).toHaveLength(50);
     expect(typeof first.body.next_cursor).toBe('string');
-    const tail = await api.get('/analytics/events?from=2026-05-01T00:00:00Z&to=2026-05-01T00:00:00.000010Z&limit=1', acct.key);
+    const tail = await api.get(
+      '/analytics/events?from=2026-05-01T00:00:00Z&to=2026-05-01T00:00:00.000010Z&limit=1',
+      acct.key,
+    );
     expect(tail.body.events).toHaveLength(1);
     expect(tail.body.next_cursor).toBeNull();
   });

@@ -31,7 +31,11 @@ describeEachBackend('analytics parameters', (backend) => {
     ['/analytics/events?limit=0', 'limit', 'integer from 1 to 500'],
     ['/analytics/events?limit=501', 'limit', 'integer from 1 to 500'],
     ['/analytics/events?cursor=not-a-cursor', 'cursor', 'next_cursor'],
-    ['/analytics/events?cursor=' + Buffer.from('2026-05-14T00:00:00Z|x').toString('base64url'), 'cursor', 'next_cursor'],
+    [
+      '/analytics/events?cursor=' + Buffer.from('2026-05-14T00:00:00Z|x').toString('base64url'),
+      'cursor',
+      'next_cursor',
+    ],
     ['/analytics/events?provider=bard', 'provider', 'openai, anthropic'],
     ['/analytics/events?model=', 'model', 'must not be empty'],
     ['/analytics/events?tag=team', 'tag', 'k:v'],
@@ -55,9 +59,14 @@ describeEachBackend('analytics parameters', (backend) => {
 
   it('accepts the edges of every range and the documented defaults', async () => {
     for (const path of [
-      '/analytics/daily?days=1', '/analytics/daily?days=90', '/analytics/by-tag?key=team&period=week',
-      '/analytics/by-tag?key=a.b-c_d&period=quarter', '/analytics/events?limit=1', '/analytics/events?limit=500',
-      '/analytics/events?tag=team:a:b', '/analytics/events?from=2026-05-01T00:00&to=2026-05-14T12:00:00.123456-05:00',
+      '/analytics/daily?days=1',
+      '/analytics/daily?days=90',
+      '/analytics/by-tag?key=team&period=week',
+      '/analytics/by-tag?key=a.b-c_d&period=quarter',
+      '/analytics/events?limit=1',
+      '/analytics/events?limit=500',
+      '/analytics/events?tag=team:a:b',
+      '/analytics/events?from=2026-05-01T00:00&to=2026-05-14T12:00:00.123456-05:00',
     ]) {
       expect((await api.get(path, acct.key)).status, path).toBe(200);
     }

@@ -26,8 +26,16 @@ describeEachBackend('analytics events tag filter', (backend) => {
     for (let i = 0; i < 400; i++) {
       const time = new Date(Date.parse('2026-05-01T00:00:00Z') + i * 3_600_000).toISOString();
       // Mine: env on every call, one rare feature; theirs: the rare feature everywhere.
-      events.push(makeEvent({ accountId: mine.principal.accountId, time, tags: i % 97 === 0 ? { env: 'prod', feature: 'rare' } : { env: 'prod' } }));
-      events.push(makeEvent({ accountId: theirs.principal.accountId, time, tags: { feature: 'rare', only: 'theirs' } }));
+      events.push(
+        makeEvent({
+          accountId: mine.principal.accountId,
+          time,
+          tags: i % 97 === 0 ? { env: 'prod', feature: 'rare' } : { env: 'prod' },
+        }),
+      );
+      events.push(
+        makeEvent({ accountId: theirs.principal.accountId, time, tags: { feature: 'rare', only: 'theirs' } }),
+      );
     }
     await seedEvents(db, events);
     api = await startApi(db, auth, new Date('2026-05-20T00:00:00Z'));
@@ -44,10 +52,11 @@ describeEachBackend('analytics events tag filter', (backend) => {
     } while (cursor);
     return ids;
   };
-  const expected = (account: TestAccount, key: string, value: string) => events
-    .filter((e) => e.accountId === account.principal.accountId && e.tags[key] === value)
-    .sort((a, b) => (a.time === b.time ? (a.id < b.id ? 1 : -1) : a.time < b.time ? 1 : -1))
-    .map((e) => e.id);
+  const expected = (account: TestAccount, key: string, value: string) =>
+    events
+      .filter((e) => e.accountId === account.principal.accountId && e.tags[key] === value)
+      .sort((a, b) => (a.time === b.time ? (a.id < b.id ? 1 : -1) : a.time < b.time ? 1 : -1))
+      .map((e) => e.id);
 
   it('chooses from the rollups: none, scan for a common tag, lookup for a rare one', async () => {
     const id = mine.principal.accountId;
@@ -62,18 +71,27 @@ describeEachBackend('analytics events tag filter', (backend) => {
     expect(await listed(mine, 'tag=feature:rare')).toEqual(expected(mine, 'feature', 'rare'));
     expect(await listed(mine, 'tag=only:theirs')).toEqual([]);
     expect(await listed(theirs, 'tag=feature:rare')).toEqual(expected(theirs, 'feature', 'rare'));
-    expect(await listed(mine, 'tag=feature:rare&from=2026-05-05&to=2026-05-14T12:00:00%2B02:00'))
-      .toEqual(expected(mine, 'feature', 'rare').filter((id) => {
+    expect(await listed(mine, 'tag=feature:rare&from=2026-05-05&to=2026-05-14T12:00:00%2B02:00')).toEqual(
+      expected(mine, 'feature', 'rare').filter((id) => {
         const t = events.find((e) => e.id === id)!.time;
         return t >= '2026-05-05' && t < '2026-05-14T10:00:00.000Z';
-      }));
+      }),
+    );
   });
 
   it("values past the writer's per-day cap (the overflow row) still find their events", async () => {
     // A value the rollups only know as overflow: the events exist, the tag row does not.
-    const [extra] = [makeEvent({ accountId: mine.principal.accountId, time: '2026-05-19T00:00:00Z', tags: { env: 'prod', big: 'v-1001' } })];
+    const [extra] = [
+      makeEvent({
+        accountId: mine.principal.accountId,
+        time: '2026-05-19T00:00:00Z',
+        tags: { env: 'prod', big: 'v-1001' },
+      }),
+    ];
     await seedEvents(db, [extra!]);
-    await db.query(`UPDATE usage_tag_daily SET tag_value = '' WHERE account_id = $1 AND tag_key = 'big'`, [mine.principal.accountId]);
+    await db.query(`UPDATE usage_tag_daily SET tag_value = '' WHERE account_id = $1 AND tag_key = 'big'`, [
+      mine.principal.accountId,
+    ]);
     expect(await listed(mine, 'tag=big:v-1001')).toEqual([extra!.id]);
   });
 });

@@ -5,11 +5,15 @@ import { integer, money, toJson } from '../../src/analytics/json.js';
 
 describe('exact JSON numbers', () => {
   it('writes decimals verbatim, trimming trailing zeros', () => {
-    expect(toJson({ a: money('0.10000000'), b: money('12.00000000'), c: money('0'), d: money('-0.00000000') }))
-      .toBe('{"a":0.1,"b":12,"c":0,"d":0}');
-    expect(toJson([money('123456789012.30000001'), integer('9007199254740993'), integer('42.0')]))
-      .toBe('[123456789012.30000001,9007199254740993,42]');
-    expect(toJson({ s: 'x"y', n: null, t: true, f: 1.5, nested: { arr: [] } })).toBe('{"s":"x\\"y","n":null,"t":true,"f":1.5,"nested":{"arr":[]}}');
+    expect(toJson({ a: money('0.10000000'), b: money('12.00000000'), c: money('0'), d: money('-0.00000000') })).toBe(
+      '{"a":0.1,"b":12,"c":0,"d":0}',
+    );
+    expect(toJson([money('123456789012.30000001'), integer('9007199254740993'), integer('42.0')])).toBe(
+      '[123456789012.30000001,9007199254740993,42]',
+    );
+    expect(toJson({ s: 'x"y', n: null, t: true, f: 1.5, nested: { arr: [] } })).toBe(
+      '{"s":"x\\"y","n":null,"t":true,"f":1.5,"nested":{"arr":[]}}',
+    );
   });
 
   it('refuses anything that is not a decimal', () => {
@@ -32,10 +36,20 @@ describe('UTC calendar windows', () => {
   });
 
   it('months and quarters end at the next first day', () => {
-    expect(currentMonth(new Date('2026-12-31T23:59:59Z'))).toEqual({ month: '2026-12', from: '2026-12-01', to: '2027-01-01' });
+    expect(currentMonth(new Date('2026-12-31T23:59:59Z'))).toEqual({
+      month: '2026-12',
+      from: '2026-12-01',
+      to: '2027-01-01',
+    });
     expect(currentPeriod(new Date('2026-02-10T00:00:00Z'), 'month')).toEqual({ from: '2026-02-01', to: '2026-03-01' });
-    expect(currentPeriod(new Date('2026-11-30T00:00:00Z'), 'quarter')).toEqual({ from: '2026-10-01', to: '2027-01-01' });
-    expect(currentPeriod(new Date('2026-04-01T00:00:00Z'), 'quarter')).toEqual({ from: '2026-04-01', to: '2026-07-01' });
+    expect(currentPeriod(new Date('2026-11-30T00:00:00Z'), 'quarter')).toEqual({
+      from: '2026-10-01',
+      to: '2027-01-01',
+    });
+    expect(currentPeriod(new Date('2026-04-01T00:00:00Z'), 'quarter')).toEqual({
+      from: '2026-04-01',
+      to: '2026-07-01',
+    });
   });
 });
 
@@ -43,8 +57,13 @@ describe('events cursor', () => {
   it('round-trips and refuses anything else', () => {
     const c = { time: '2026-05-14T09:00:00.123456Z', eventId: '0196c1a2-0000-7000-8000-000000000001' };
     expect(decodeCursor(encodeCursor(c))).toEqual(c);
-    for (const bad of ['', 'abc', encodeCursor(c) + '$', Buffer.from(`${c.time}|${c.eventId}|x`).toString('base64url'),
-      Buffer.from(`2026-05-14T09:00:00Z|${c.eventId}`).toString('base64url')]) {
+    for (const bad of [
+      '',
+      'abc',
+      encodeCursor(c) + '$',
+      Buffer.from(`${c.time}|${c.eventId}|x`).toString('base64url'),
+      Buffer.from(`2026-05-14T09:00:00Z|${c.eventId}`).toString('base64url'),
+    ]) {
       expect(decodeCursor(bad)).toBeUndefined();
     }
   });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parseDuration } from '../../src/auth/duration.js';
 import {
-  generateServiceKey, hashSecret, carriesServiceKey, parseServiceKey, secretMatches, serviceKeyFromHeaders,
+  generateServiceKey,
+  hashSecret,
+  carriesServiceKey,
+  parseServiceKey,
+  secretMatches,
+  serviceKeyFromHeaders,
 } from '../../src/auth/key-format.js';
 
 describe('service key format (CONTRACT §5)', () => {
@@ -37,7 +42,10 @@ describe('service key format (CONTRACT §5)', () => {
   it('comes from X-Meter-Key, else from Authorization: Bearer', () => {
     expect(serviceKeyFromHeaders({ authorization: 'Bearer mk_a' })).toEqual({ token: 'mk_a', viaMeterKey: false });
     expect(serviceKeyFromHeaders({ authorization: 'bearer  mk_a ' })).toEqual({ token: 'mk_a', viaMeterKey: false });
-    expect(serviceKeyFromHeaders({ authorization: 'Bearer sk-x', 'x-meter-key': 'mk_b' })).toEqual({ token: 'mk_b', viaMeterKey: true });
+    expect(serviceKeyFromHeaders({ authorization: 'Bearer sk-x', 'x-meter-key': 'mk_b' })).toEqual({
+      token: 'mk_b',
+      viaMeterKey: true,
+    });
     expect(serviceKeyFromHeaders({ authorization: 'Basic eDp5' })).toBeUndefined();
     expect(serviceKeyFromHeaders({})).toBeUndefined();
     expect(carriesServiceKey('Bearer mk_0123456789ab_secret')).toBe(true);
@@ -48,7 +56,14 @@ describe('service key format (CONTRACT §5)', () => {
 });
 
 describe('durations', () => {
-  it.each([['30s', 30], ['15m', 900], ['1h', 3600], ['2d', 172_800], ['0', 0], [' 1h ', 3600]])('%j is %i s', (v, s) => {
+  it.each([
+    ['30s', 30],
+    ['15m', 900],
+    ['1h', 3600],
+    ['2d', 172_800],
+    ['0', 0],
+    [' 1h ', 3600],
+  ])('%j is %i s', (v, s) => {
     expect(parseDuration(v)).toBe(s);
   });
 

@@ -28,7 +28,9 @@ describe.skipIf(!postgresUrl)('the plan key limit under concurrent `meter keys c
         expect(r.reason).toBeInstanceOf(AdminError);
         expect((r.reason as Error).message).toContain('already has 3 active keys, the limit of the free plan');
       }
-      const [row] = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL`);
+      const [row] = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL`,
+      );
       expect(row!.n).toBe(3);
       // Free the slots for the next round.
       for (const r of created) await revokeKey(admin, (r as PromiseFulfilledResult<{ id: string }>).value.id);

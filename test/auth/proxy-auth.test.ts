@@ -16,7 +16,11 @@ beforeAll(async () => {
 });
 
 const call = (headers: Record<string, string>, path = 'openai/chat/completions') =>
-  rawRequest(`${proxy.url}/proxy/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' });
+  rawRequest(`${proxy.url}/proxy/${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: '{}',
+  });
 
 describe('service key on the proxy (401 invalid_api_key, provider never called)', () => {
   const wrongSecret = () => proxy.key.slice(0, -6) + 'AAAAAA';
@@ -26,14 +30,19 @@ describe('service key on the proxy (401 invalid_api_key, provider never called)'
     ['a malformed mk_ key', () => ({ authorization: 'Bearer mk_123' })],
     ['an unknown key', () => ({ authorization: `Bearer mk_0123456789ab_${'u'.repeat(43)}` })],
     ['a wrong secret', () => ({ authorization: `Bearer ${wrongSecret()}` })],
-    ['a bad X-Meter-Key next to a provider Authorization', () => ({ 'x-meter-key': wrongSecret(), authorization: 'Bearer sk-x' })],
+    [
+      'a bad X-Meter-Key next to a provider Authorization',
+      () => ({ 'x-meter-key': wrongSecret(), authorization: 'Bearer sk-x' }),
+    ],
   ];
   it.each(cases)('%s', async (_what, headers) => {
     const before = fake.requests.length;
     const res = await call(headers());
     expect(res.status).toBe(401);
     const body = JSON.parse(res.body.toString());
-    expect(body).toEqual({ error: { type: 'authentication_error', code: 'invalid_api_key', message: expect.any(String) } });
+    expect(body).toEqual({
+      error: { type: 'authentication_error', code: 'invalid_api_key', message: expect.any(String) },
+    });
     expect(res.body.toString()).not.toContain(proxy.key.slice(16)); // never echoes a key
     expect(fake.requests.length).toBe(before);
   });
@@ -46,7 +55,10 @@ describe('service key on the proxy (401 invalid_api_key, provider never called)'
   it('has Anthropic’s shape on /proxy/anthropic', async () => {
     const res = await call({ 'x-api-key': 'sk-ant' }, 'anthropic/v1/messages');
     expect(res.status).toBe(401);
-    expect(JSON.parse(res.body.toString())).toEqual({ type: 'error', error: { type: 'invalid_api_key', message: expect.any(String) } });
+    expect(JSON.parse(res.body.toString())).toEqual({
+      type: 'error',
+      error: { type: 'invalid_api_key', message: expect.any(String) },
+    });
   });
 
   it('a new key works at once; a revoked one is refused at the next refresh', async () => {

@@ -24,7 +24,11 @@ const FLUSH_MS = 150;
 const SPACINGS = { back_to_back: 0, short: FLUSH_MS / 3, long: FLUSH_MS * 2.5 };
 
 const ask = (client: Anthropic) =>
-  client.messages.create({ model: 'claude-sonnet-4-20250514', max_tokens: 200, messages: [{ role: 'user', content: 'hello' }] });
+  client.messages.create({
+    model: 'claude-sonnet-4-20250514',
+    max_tokens: 200,
+    messages: [{ role: 'user', content: 'hello' }],
+  });
 
 /** CONTRACT §6 on one sidecar: with nothing in flight, a call is admitted exactly when recorded
  *  spend plus this sidecar's unwritten costs is below the budget. */
@@ -46,44 +50,53 @@ describeEachBackend('the hard cap, calls one after another', (backend) => {
     }
     await setupDb.close();
 
-    const daemon = await startFullDaemon(databaseUrl, upstream, { METER_DATA_DIR: dataDir, METER_FLUSH_INTERVAL_MS: String(FLUSH_MS) });
+    const daemon = await startFullDaemon(databaseUrl, upstream, {
+      METER_DATA_DIR: dataDir,
+      METER_FLUSH_INTERVAL_MS: String(FLUSH_MS),
+    });
     // Checks read the daemon's own store when it holds the embedded one (its admin API runs
     // named commands only, no SQL of ours).
     const db = databaseUrl ? openPostgres(databaseUrl) : daemon.store;
     if (databaseUrl) atFileEnd(() => db.close());
 
     // The three accounts run side by side; each one's calls are strictly sequential.
-    await Promise.all(Object.entries(SPACINGS).map(async ([name, pause]) => {
-      const client = anthropicVia(daemon, keys[name]!);
-      const outcomes: (number | 'ok')[] = [];
-      for (let i = 0; i < 6; i++) {
-        if (i > 0) await sleep(pause);
-        try {
-          await ask(client);
-          outcomes.push('ok');
-        } catch (err) {
-          expect(err).toBeInstanceOf(Anthropic.APIError);
-          const e = err as InstanceType<typeof Anthropic.APIError>;
-          expect(e.error).toMatchObject({ type: 'error', error: { type: 'budget_exceeded' } });
-          expect(e.message).toContain(`monthly budget of $${BUDGET} for account ${name} is reached`);
-          outcomes.push(e.status!);
+    await Promise.all(
+      Object.entries(SPACINGS).map(async ([name, pause]) => {
+        const client = anthropicVia(daemon, keys[name]!);
+        const outcomes: (number | 'ok')[] = [];
+        for (let i = 0; i < 6; i++) {
+          if (i > 0) await sleep(pause);
+          try {
+            await ask(client);
+            outcomes.push('ok');
+          } catch (err) {
+            expect(err).toBeInstanceOf(Anthropic.APIError);
+            const e = err as InstanceType<typeof Anthropic.APIError>;
+            expect(e.error).toMatchObject({ type: 'error', error: { type: 'budget_exceeded' } });
+            expect(e.message).toContain(`monthly budget of $${BUDGET} for account ${name} is reached`);
+            outcomes.push(e.status!);
+          }
         }
-      }
-      expect({ name, outcomes }).toEqual({ name, outcomes: ['ok', 'ok', 'ok', 'ok', 402, 402] });
-    }));
+        expect({ name, outcomes }).toEqual({ name, outcomes: ['ok', 'ok', 'ok', 'ok', 402, 402] });
+      }),
+    );
     expect(upstream.requests).toHaveLength(3 * 4); // refused calls never reach the provider
 
     // Spend passed the budget by the crossing call, and the 100% alert fired for each account.
     let last: unknown;
-    await eventually(async () => {
-      const rows = await db.query<{ name: string; spend: string; fired: number[] }>(
-        `SELECT a.name, coalesce((SELECT sum(spend) FROM usage_daily u WHERE u.account_id = a.id), 0)::text AS spend,
+    await eventually(
+      async () => {
+        const rows = await db.query<{ name: string; spend: string; fired: number[] }>(
+          `SELECT a.name, coalesce((SELECT sum(spend) FROM usage_daily u WHERE u.account_id = a.id), 0)::text AS spend,
                 coalesce((SELECT array_agg(level::int ORDER BY level) FROM alert_levels_fired f WHERE f.account_id = a.id), '{}') AS fired
            FROM accounts a`,
-      );
-      last = rows;
-      return rows.length === 3 && rows.every((r) => toUnits(r.spend) === 4n * toUnits(COST) && r.fired.includes(100));
-    }, 10_000, 'spend of 4 calls recorded and the 100% level fired on every account').catch((e: Error) => {
+        );
+        last = rows;
+        return rows.length === 3 && rows.every((r) => toUnits(r.spend) === 4n * toUnits(COST) && r.fired.includes(100));
+      },
+      10_000,
+      'spend of 4 calls recorded and the 100% level fired on every account',
+    ).catch((e: Error) => {
       throw new Error(`${e.message}: ${JSON.stringify(last)}`);
     });
   }, 120_000); // the embedded store starts twice, slowly on a busy machine

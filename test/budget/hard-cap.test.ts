@@ -8,17 +8,39 @@ const pricer = new Pricer();
 
 function snapshot(budget: string, spend: string, hardCap = true, refreshedAt = new Date()): BudgetSnapshot {
   return {
-    accountId: 'a', account: 'acme', month: '2026-11', budget, budgetUnits: toUnits(budget),
-    hardCap, spend, spendUnits: toUnits(spend), levelsFired: [], refreshedAt,
+    accountId: 'a',
+    account: 'acme',
+    month: '2026-11',
+    budget,
+    budgetUnits: toUnits(budget),
+    hardCap,
+    spend,
+    spendUnits: toUnits(spend),
+    levelsFired: [],
+    refreshedAt,
   };
 }
 
 // gpt-4o: $2.50 / MTok input, $10 / MTok output (catalogue).
 const body = (maxTokens?: number) =>
-  Buffer.from(JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x'.repeat(283) }], ...(maxTokens ? { max_tokens: maxTokens } : {}) }));
+  Buffer.from(
+    JSON.stringify({
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'x'.repeat(283) }],
+      ...(maxTokens ? { max_tokens: maxTokens } : {}),
+    }),
+  );
 
 function call(id: string, b = body(1000)) {
-  return { id, accountId: 'a', provider: 'openai' as const, path: 'v1/chat/completions', body: b, bodyBytes: b.length, time: new Date('2026-11-21T12:00:00Z') };
+  return {
+    id,
+    accountId: 'a',
+    provider: 'openai' as const,
+    path: 'v1/chat/completions',
+    body: b,
+    bodyBytes: b.length,
+    time: new Date('2026-11-21T12:00:00Z'),
+  };
 }
 
 describe('hard cap', () => {
@@ -63,7 +85,12 @@ describe('hard cap', () => {
     const time = '2026-11-21T12:00:00.000Z';
     for (const id of admitted) cap.settle({ id, accountId: 'a', cost: '0.00010000', time });
     expect(cap.pendingUnits('a', '2026-11')).toBe(BigInt(k) * 10_000n);
-    expect(cap.unseenEvents().map((e) => e.id).sort()).toEqual([...admitted].sort());
+    expect(
+      cap
+        .unseenEvents()
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([...admitted].sort());
     // A re-read whose snapshot holds the first of them: its spend has it, the ledger drops it.
     snap = snapshot('0.05', '0.0301');
     cap.seen([admitted[0]!], '2026-11');
@@ -98,7 +125,9 @@ describe('hard cap', () => {
     const worst = cap.worstCase(big)!;
     expect(worst).toBeGreaterThan(BigInt(bytes) * 250n);
     // `model` nested in a tool schema is not the request's model; none at the top level: unknown.
-    const nested = Buffer.from('{"tools":[{"input_schema":{"model":"gpt-4o-mini"}}],"messages":[{"role":"user","content":"' + 'x'.repeat(100));
+    const nested = Buffer.from(
+      '{"tools":[{"input_schema":{"model":"gpt-4o-mini"}}],"messages":[{"role":"user","content":"' + 'x'.repeat(100),
+    );
     expect(cap.worstCase({ ...big, head: nested })).toBeUndefined();
     // An unknown worst case holds everything left of the budget: no other call fits beside it.
     const snap = snapshot('0.05', '0.01');

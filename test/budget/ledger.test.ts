@@ -10,7 +10,9 @@ import { describeEachBackend, tempDir } from '../helpers/stores.js';
 import { formatUnits, makeEvents, rng } from '../metering/events.js';
 import { createAccount, setBudgetRow, silentLogger } from './helpers/seed.js';
 
-const body = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }));
+const body = Buffer.from(
+  JSON.stringify({ model: 'gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+);
 
 /**
  * The hard cap's ledger invariant, against a real writer and a real spend re-read racing each
@@ -26,7 +28,12 @@ describeEachBackend('the hard cap ledger', (backend) => {
     // Short intervals, so writes and re-reads interleave with the calls in every order (the
     // embedded store, one connection in a worker, gets a little longer ones).
     const fast = backend.name === 'postgres';
-    const writer = new EventWriter({ db, logger: silentLogger, spoolDir: tempDir('meter-spool-'), flushIntervalMs: fast ? 7 : 20 });
+    const writer = new EventWriter({
+      db,
+      logger: silentLogger,
+      spoolDir: tempDir('meter-spool-'),
+      flushIntervalMs: fast ? 7 : 20,
+    });
     writer.start();
     const monitor = new BudgetMonitor(db, silentLogger, { intervalMs: fast ? 3 : 10 });
     const cap = new HardCap(monitor, new Pricer());
@@ -52,7 +59,15 @@ describeEachBackend('the hard cap ledger', (backend) => {
       const time = new Date();
       const [event] = makeEvents(1, i + 1, { id: uuidv7(time.getTime()), accountId, time: time.toISOString() });
       const cost = BigInt(1 + Math.floor(r() * 1e6));
-      const decision = cap.admit({ id: event!.id, accountId, provider: 'openai', path: 'v1/chat/completions', body, bodyBytes: body.length, time });
+      const decision = cap.admit({
+        id: event!.id,
+        accountId,
+        provider: 'openai',
+        path: 'v1/chat/completions',
+        body,
+        bodyBytes: body.length,
+        time,
+      });
       expect(decision.ok).toBe(true);
       cap.settle({ ...event!, cost: formatUnits(cost) });
       writer.push({ ...event!, cost: formatUnits(cost) });

@@ -35,10 +35,21 @@ describeEachBackend('budget monitor', (backend) => {
     // Spend as the writer's rollups would hold it; last month's does not count.
     await seedSpend(db, acct, '2026-10-31', '1000');
     await seedSpend(db, acct, '2026-11-02', '100.25', { model: 'gpt-4o', requests: 40, tags: { team: 'search' } });
-    await seedSpend(db, acct, '2026-11-03', '20.25', { provider: 'anthropic', model: 'claude-sonnet-4', requests: 3, tags: { team: 'ads' } });
+    await seedSpend(db, acct, '2026-11-03', '20.25', {
+      provider: 'anthropic',
+      model: 'claude-sonnet-4',
+      requests: 3,
+      tags: { team: 'ads' },
+    });
     expect(await m.refresh()).toEqual([50, 80, 100].map((level) => ({ account: 'jump', level })));
     expect(m.monthToDateSpend(acct)).toBe('120.5');
-    expect(m.budgetOf(acct)).toMatchObject({ account: 'jump', month: '2026-11', budget: '100', hardCap: false, levelsFired: [50, 80, 100] });
+    expect(m.budgetOf(acct)).toMatchObject({
+      account: 'jump',
+      month: '2026-11',
+      budget: '100',
+      hardCap: false,
+      levelsFired: [50, 80, 100],
+    });
     expect(await m.refresh()).toEqual([]);
 
     await deliverAll();
@@ -46,12 +57,21 @@ describeEachBackend('budget monitor', (backend) => {
     const bodies = rx.received.map((r) => JSON.parse(r.body) as Record<string, unknown>);
     expect(new Set(bodies.map((b) => b.id)).size).toBe(3);
     expect(bodies[2]).toMatchObject({
-      type: 'budget.threshold', account: 'jump', month: '2026-11', level: 100, spend: 120.5, budget: 100, utilization_pct: 120.5,
+      type: 'budget.threshold',
+      account: 'jump',
+      month: '2026-11',
+      level: 100,
+      spend: 120.5,
+      budget: 100,
+      utilization_pct: 120.5,
       top_models: [
         { provider: 'openai', model: 'gpt-4o', spend: 100.25, requests: 40 },
         { provider: 'anthropic', model: 'claude-sonnet-4', spend: 20.25, requests: 3 },
       ],
-      top_tags: [{ key: 'team', value: 'search', spend: 100.25, requests: 40 }, { key: 'team', value: 'ads', spend: 20.25, requests: 3 }],
+      top_tags: [
+        { key: 'team', value: 'search', spend: 100.25, requests: 40 },
+        { key: 'team', value: 'ads', spend: 20.25, requests: 3 },
+      ],
     });
   });
 
@@ -71,7 +91,12 @@ describeEachBackend('budget monitor', (backend) => {
     expect(await m.refresh()).toEqual([{ account: 'jump', level: 80 }]);
     await deliverAll();
     expect(levelsReceived()).toEqual([50, 80, 100, 80]);
-    expect(JSON.parse(rx.received[3]!.body)).toMatchObject({ level: 80, spend: 170.5, budget: 200, utilization_pct: 85.25 });
+    expect(JSON.parse(rx.received[3]!.body)).toMatchObject({
+      level: 80,
+      spend: 170.5,
+      budget: 200,
+      utilization_pct: 85.25,
+    });
   });
 
   it('a new month starts with no level fired', async () => {

@@ -16,7 +16,12 @@ const today = () => new Date().toISOString().slice(0, 10);
 describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one PostgreSQL database', () => {
   it('send each level once to each channel, and a restart sends nothing again', async () => {
     const databaseUrl = await createTestDatabase();
-    const config = loadConfig({ DATABASE_URL: databaseUrl, METER_PORT: '0', METER_FLUSH_INTERVAL_MS: '20', METER_DATA_DIR: tempDir() });
+    const config = loadConfig({
+      DATABASE_URL: databaseUrl,
+      METER_PORT: '0',
+      METER_FLUSH_INTERVAL_MS: '20',
+      METER_DATA_DIR: tempDir(),
+    });
     // The daemon's own two components, with a fast outbox poll; nothing else is needed here.
     const factories: ComponentFactory[] = [
       (ctx) => createBudgetMonitor(ctx),
@@ -25,7 +30,10 @@ describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one Postgr
     const daemons: Daemon[] = [];
     const db = openPostgres(databaseUrl);
     try {
-      daemons.push(await startDaemon(config, silentLogger, factories), await startDaemon(config, silentLogger, factories));
+      daemons.push(
+        await startDaemon(config, silentLogger, factories),
+        await startDaemon(config, silentLogger, factories),
+      );
       const acct = await createAccount(db, 'fleet');
       await setBudgetRow(db, acct, '100');
       const a = await httpReceiver();
@@ -42,7 +50,9 @@ describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one Postgr
 
       expect(levels(a)).toEqual([50, 80, 100]);
       expect(levels(b)).toEqual([50, 80, 100]);
-      expect(a.received.map((r) => r.headers['meter-event-id'])).toEqual(b.received.map((r) => r.headers['meter-event-id']));
+      expect(a.received.map((r) => r.headers['meter-event-id'])).toEqual(
+        b.received.map((r) => r.headers['meter-event-id']),
+      );
       const fired = await db.query<{ level: number }>('SELECT level FROM alert_levels_fired ORDER BY level');
       expect(fired.map((f) => f.level)).toEqual([50, 80, 100]);
 

@@ -10,23 +10,31 @@ describeEachBackend('meter accounts', (backend) => {
     env = { DATABASE_URL: c.databaseUrl ?? '', METER_DATA_DIR: c.dataDir };
   });
 
-  it('creates accounts (plan free by default), refuses duplicates, unknown plans and bad names', { timeout: 120_000 }, async () => {
-    const plain = await runCli(['accounts', 'create', 'acme'], env);
-    expect(plain).toMatchObject({ code: 0, stdout: 'created account acme (plan free)\n' });
-    const json = await runCli(['accounts', 'create', 'globex', '--plan', 'pro', '--json'], env);
-    expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toEqual({ name: 'globex', plan: 'pro', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
+  it(
+    'creates accounts (plan free by default), refuses duplicates, unknown plans and bad names',
+    { timeout: 120_000 },
+    async () => {
+      const plain = await runCli(['accounts', 'create', 'acme'], env);
+      expect(plain).toMatchObject({ code: 0, stdout: 'created account acme (plan free)\n' });
+      const json = await runCli(['accounts', 'create', 'globex', '--plan', 'pro', '--json'], env);
+      expect(json.code).toBe(0);
+      expect(JSON.parse(json.stdout)).toEqual({
+        name: 'globex',
+        plan: 'pro',
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      });
 
-    const dup = await runCli(['accounts', 'create', 'acme'], env);
-    expect(dup.code).not.toBe(0);
-    expect(dup.stderr.trim()).toBe('meter: account "acme" already exists');
-    const gold = await runCli(['accounts', 'create', 'initech', '--plan', 'gold'], env);
-    expect(gold.code).not.toBe(0);
-    expect(gold.stderr.trim()).toBe('meter: unknown plan "gold": expected one of free, pro');
-    const bad = await runCli(['accounts', 'create', 'bad name!'], env);
-    expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toContain('invalid account name "bad name!"');
-  });
+      const dup = await runCli(['accounts', 'create', 'acme'], env);
+      expect(dup.code).not.toBe(0);
+      expect(dup.stderr.trim()).toBe('meter: account "acme" already exists');
+      const gold = await runCli(['accounts', 'create', 'initech', '--plan', 'gold'], env);
+      expect(gold.code).not.toBe(0);
+      expect(gold.stderr.trim()).toBe('meter: unknown plan "gold": expected one of free, pro');
+      const bad = await runCli(['accounts', 'create', 'bad name!'], env);
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toContain('invalid account name "bad name!"');
+    },
+  );
 
   it('lists them and changes a plan; an unknown account or plan is named', { timeout: 120_000 }, async () => {
     const set = await runCli(['accounts', 'set-plan', 'acme', 'pro'], env);

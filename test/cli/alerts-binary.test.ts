@@ -9,9 +9,14 @@ import { addWebhook, createAccount } from '../budget/helpers/seed.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
 
 /** The real `meter` command (from source, as `npm run meter` runs it): exit codes and stderr. */
-function meter(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function meter(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(join(packageRoot, 'node_modules/.bin/tsx'), ['cli/main.ts', ...args], {
-    cwd: packageRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: packageRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -33,7 +38,9 @@ describe.skipIf(!postgresUrl)('meter alerts test and budget set, as a user runs 
 
       const test = await meter(['alerts', 'test', '--account', 'acme'], env);
       expect(test.code).toBe(1);
-      expect(test.stderr).toBe(`meter: alerts test: 1 of 1 channels failed: webhook ${channel} (HTTP 503: receiver says no)\n`);
+      expect(test.stderr).toBe(
+        `meter: alerts test: 1 of 1 channels failed: webhook ${channel} (HTTP 503: receiver says no)\n`,
+      );
       expect(rx.received).toHaveLength(1);
 
       const cap = await meter(['budget', 'set', '--account', 'acme', '--monthly', '50', '--hard-cap'], env);

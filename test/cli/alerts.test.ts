@@ -25,7 +25,15 @@ describeEachBackend('meter alerts', (backend) => {
   });
 
   it('add: one channel of each kind; a webhook secret is generated and shown once', async () => {
-    const s = await meter('alerts', 'add', '--account', 'acme', '--slack', `${slack.url}/services/T01/B02/hush`, '--json');
+    const s = await meter(
+      'alerts',
+      'add',
+      '--account',
+      'acme',
+      '--slack',
+      `${slack.url}/services/T01/B02/hush`,
+      '--json',
+    );
     expect(s.code).toBe(0);
     const added = JSON.parse(s.stdout) as { id: string; kind: string; target: string; secret?: string };
     expect(added).toMatchObject({ account: 'acme', kind: 'slack', target: `${slack.url}/services/…` });
@@ -34,7 +42,10 @@ describeEachBackend('meter alerts', (backend) => {
 
     const w = await meter('alerts', 'add', '--account', 'acme', '--webhook', `${webhook.url}/meter`);
     expect(w.code).toBe(0);
-    const m = /^added webhook channel ([0-9a-f]{12}) for acme: .*\nsigning secret \(shown once; verify Meter-Signature with it\): (whsec_\S+)\n$/.exec(w.stdout);
+    const m =
+      /^added webhook channel ([0-9a-f]{12}) for acme: .*\nsigning secret \(shown once; verify Meter-Signature with it\): (whsec_\S+)\n$/.exec(
+        w.stdout,
+      );
     expect(m).not.toBeNull();
     ids.webhook = m![1]!;
     ids.generatedSecret = m![2]!;
@@ -44,25 +55,51 @@ describeEachBackend('meter alerts', (backend) => {
     ids.email = e.stdout.split(' ')[3]!;
     const t = await meter('alerts', 'add', '--account', 'quiet', '--teams', `${slack.url}/webhookb2/x`, '--json');
     ids.teams = (JSON.parse(t.stdout) as { id: string }).id;
-    const own = await meter('alerts', 'add', '--account', 'quiet', '--webhook', `${slack.url}/own`, '--secret', 'my-own-secret-0123456789');
+    const own = await meter(
+      'alerts',
+      'add',
+      '--account',
+      'quiet',
+      '--webhook',
+      `${slack.url}/own`,
+      '--secret',
+      'my-own-secret-0123456789',
+    );
     expect(own.stdout).not.toContain('my-own-secret');
   });
 
   it('add refuses what it cannot use, in one line naming the problem', async () => {
     const cases: [string[], string][] = [
-      [['--slack', 'http://127.0.0.1:1/a', '--email', 'a@b.co'], 'give exactly one of --slack URL, --teams URL, --email ADDR, --webhook URL'],
+      [
+        ['--slack', 'http://127.0.0.1:1/a', '--email', 'a@b.co'],
+        'give exactly one of --slack URL, --teams URL, --email ADDR, --webhook URL',
+      ],
       [[], 'give exactly one of --slack URL, --teams URL, --email ADDR, --webhook URL'],
-      [['--slack', 'hooks.slack.com/x'], '--slack "hooks.slack.com/x" is not a valid URL (expected an http:// or https:// address)'],
-      [['--webhook', 'ftp://127.0.0.1/x'], '--webhook "ftp://127.0.0.1/x" is not a valid URL (expected an http:// or https:// address)'],
+      [
+        ['--slack', 'hooks.slack.com/x'],
+        '--slack "hooks.slack.com/x" is not a valid URL (expected an http:// or https:// address)',
+      ],
+      [
+        ['--webhook', 'ftp://127.0.0.1/x'],
+        '--webhook "ftp://127.0.0.1/x" is not a valid URL (expected an http:// or https:// address)',
+      ],
       [['--email', 'not-an-address'], '--email "not-an-address" is not an e-mail address (expected name@example.com)'],
       [['--teams', 'http://127.0.0.1:1/t', '--secret', 'x'.repeat(20)], '--secret goes with --webhook only'],
-      [['--webhook', 'http://127.0.0.1:1/w', '--secret', 'short'], '--secret must be at least 16 characters without spaces'],
+      [
+        ['--webhook', 'http://127.0.0.1:1/w', '--secret', 'short'],
+        '--secret must be at least 16 characters without spaces',
+      ],
     ];
     for (const [flags, message] of cases) {
-      expect(await meter('alerts', 'add', '--account', 'acme', ...flags)).toMatchObject({ code: 2, stderr: `meter: ${message}\n` });
+      expect(await meter('alerts', 'add', '--account', 'acme', ...flags)).toMatchObject({
+        code: 2,
+        stderr: `meter: ${message}\n`,
+      });
     }
-    expect(await meter('alerts', 'add', '--account', 'nope', '--email', 'a@b.co'))
-      .toMatchObject({ code: 1, stderr: 'meter: unknown account "nope" (see `meter accounts list`)\n' });
+    expect(await meter('alerts', 'add', '--account', 'nope', '--email', 'a@b.co')).toMatchObject({
+      code: 1,
+      stderr: 'meter: unknown account "nope" (see `meter accounts list`)\n',
+    });
   });
 
   it('test sends through every channel now, exits non-zero naming the failed ones; list shows each last status', async () => {
@@ -71,7 +108,9 @@ describeEachBackend('meter alerts', (backend) => {
     expect(r.stdout).toMatch(new RegExp(`^ok {6}slack {4}${ids.slack}  HTTP 200 \\(\\d+ ms\\)$`, 'm'));
     expect(r.stdout).toMatch(new RegExp(`^ok {6}email {4}${ids.email}  SMTP 250 \\(\\d+ ms\\)$`, 'm'));
     expect(r.stdout).toMatch(new RegExp(`^FAILED  webhook  ${ids.webhook}  HTTP 500: receiver says no`, 'm'));
-    expect(r.stderr).toBe(`meter: alerts test: 1 of 3 channels failed: webhook ${ids.webhook} (HTTP 500: receiver says no)\n`);
+    expect(r.stderr).toBe(
+      `meter: alerts test: 1 of 3 channels failed: webhook ${ids.webhook} (HTTP 500: receiver says no)\n`,
+    );
     // The webhook test message is signed and shaped like a real alert, typed as a test.
     const body = JSON.parse(webhook.received[0]!.body) as Record<string, unknown>;
     expect(body).toMatchObject({ type: 'budget.test', account: 'acme', level: null, spend: 0, budget: null });
@@ -88,18 +127,29 @@ describeEachBackend('meter alerts', (backend) => {
     expect(json.code).toBe(1);
     const results = JSON.parse(json.stdout) as unknown[];
     expect(results).toHaveLength(3);
-    expect(results).toEqual(expect.arrayContaining([
-      { id: ids.slack, kind: 'slack', ok: true, detail: 'HTTP 200', duration_ms: expect.any(Number) },
-      { id: ids.email, kind: 'email', ok: true, detail: 'SMTP 250', duration_ms: expect.any(Number) },
-      { id: ids.webhook, kind: 'webhook', ok: false, detail: 'HTTP 500: receiver says no', duration_ms: expect.any(Number) },
-    ]));
+    expect(results).toEqual(
+      expect.arrayContaining([
+        { id: ids.slack, kind: 'slack', ok: true, detail: 'HTTP 200', duration_ms: expect.any(Number) },
+        { id: ids.email, kind: 'email', ok: true, detail: 'SMTP 250', duration_ms: expect.any(Number) },
+        {
+          id: ids.webhook,
+          kind: 'webhook',
+          ok: false,
+          detail: 'HTTP 500: receiver says no',
+          duration_ms: expect.any(Number),
+        },
+      ]),
+    );
     expect(json.stderr).toContain(`1 of 3 channels failed: webhook ${ids.webhook}`);
     webhook.respond = () => 200;
     expect(await meter('alerts', 'test', '--account', 'acme')).toMatchObject({ code: 0, stderr: '' });
   });
 
   it('list never prints secrets; Slack and Teams addresses are shortened', async () => {
-    for (const args of [['alerts', 'list'], ['alerts', 'list', '--json']]) {
+    for (const args of [
+      ['alerts', 'list'],
+      ['alerts', 'list', '--json'],
+    ]) {
       const r = await meter(...args);
       expect(r.code).toBe(0);
       expect(r.stdout).not.toContain(ids.generatedSecret!);
@@ -112,10 +162,14 @@ describeEachBackend('meter alerts', (backend) => {
 
   it('remove deletes a channel; unknown ids and accounts without channels are errors', async () => {
     expect((await meter('alerts', 'remove', ids.teams!)).stdout).toBe(`removed teams channel ${ids.teams} of quiet\n`);
-    expect(await meter('alerts', 'remove', ids.teams!))
-      .toMatchObject({ code: 1, stderr: `meter: no alert channel with id "${ids.teams}" (see \`meter alerts list\`)\n` });
+    expect(await meter('alerts', 'remove', ids.teams!)).toMatchObject({
+      code: 1,
+      stderr: `meter: no alert channel with id "${ids.teams}" (see \`meter alerts list\`)\n`,
+    });
     await createAccount(db, 'empty', 'free');
     expect(await meter('alerts', 'test', '--account', 'empty')).toMatchObject({ code: 1 });
-    expect((await meter('alerts', 'test', '--account', 'empty')).stderr).toContain('account empty has no alert channels');
+    expect((await meter('alerts', 'test', '--account', 'empty')).stderr).toContain(
+      'account empty has no alert channels',
+    );
   });
 });

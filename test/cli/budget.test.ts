@@ -24,7 +24,9 @@ describeEachBackend('meter budget', (backend) => {
 
   it('set, then show --json with exact money and month-to-date spend', async () => {
     expect(await meter('budget', 'set', '--account', 'acme', '--monthly', '250.50')).toEqual({
-      code: 0, stdout: 'budget of acme: $250.5 a month\n', stderr: '',
+      code: 0,
+      stdout: 'budget of acme: $250.5 a month\n',
+      stderr: '',
     });
     const shown = await meter('budget', 'show', '--account', 'acme', '--json');
     expect(shown.code).toBe(0);
@@ -40,8 +42,10 @@ describeEachBackend('meter budget', (backend) => {
     for (const bad of ['abc', '0', '0.000000001', '1e3', '1234567890123', '12,5']) {
       const r = await meter('budget', 'set', '--account', 'acme', '--monthly', bad);
       expect(r.code).toBe(2); // a usage error
-      expect(r.stderr).toBe(`meter: --monthly "${bad}" is invalid: expected a USD amount greater than 0, ` +
-        'at most 12 digits before the point and 8 after (e.g. 250 or 99.5)\n');
+      expect(r.stderr).toBe(
+        `meter: --monthly "${bad}" is invalid: expected a USD amount greater than 0, ` +
+          'at most 12 digits before the point and 8 after (e.g. 250 or 99.5)\n',
+      );
     }
     expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout).budget).toBe(250.5);
   });
@@ -49,10 +53,15 @@ describeEachBackend('meter budget', (backend) => {
   it('--hard-cap is refused on the Free plan with a clear message, and accepted on Pro', async () => {
     const refused = await meter('budget', 'set', '--account', 'free-co', '--monthly', '10', '--hard-cap');
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^meter: --hard-cap is not available on the free plan of account "free-co": it needs a plan with a hard cap/);
+    expect(refused.stderr).toMatch(
+      /^meter: --hard-cap is not available on the free plan of account "free-co": it needs a plan with a hard cap/,
+    );
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
-    expect(JSON.parse((await meter('budget', 'show', '--account', 'free-co', '--json')).stdout))
-      .toMatchObject({ budget: null, hard_cap: false, utilization_pct: null });
+    expect(JSON.parse((await meter('budget', 'show', '--account', 'free-co', '--json')).stdout)).toMatchObject({
+      budget: null,
+      hard_cap: false,
+      utilization_pct: null,
+    });
     expect((await meter('budget', 'set', '--account', 'free-co', '--monthly', '10')).code).toBe(0);
 
     const pro = await meter('budget', 'set', '--account', 'acme', '--monthly', '250.5', '--hard-cap', '--json');
@@ -62,18 +71,29 @@ describeEachBackend('meter budget', (backend) => {
   it('a raised budget re-arms the fired levels above the new utilisation', async () => {
     await meter('budget', 'set', '--account', 'acme', '--monthly', '12');
     await new BudgetMonitor(db, silentLogger, { intervalMs: 50 }).refresh(); // 102.88%: 50, 80, 100 fire
-    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout).levels_fired).toEqual([50, 80, 100]);
+    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout).levels_fired).toEqual([
+      50, 80, 100,
+    ]);
     const raised = await meter('budget', 'set', '--account', 'acme', '--monthly', '20');
-    expect(raised.stdout).toBe('budget of acme: $20 a month\nalerts at 80%, 100% will fire again when the new budget reaches them\n');
-    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout))
-      .toMatchObject({ budget: 20, utilization_pct: 61.72, levels_fired: [50] });
+    expect(raised.stdout).toBe(
+      'budget of acme: $20 a month\nalerts at 80%, 100% will fire again when the new budget reaches them\n',
+    );
+    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout)).toMatchObject({
+      budget: 20,
+      utilization_pct: 61.72,
+      levels_fired: [50],
+    });
   });
 
   it('clear removes the budget; unknown accounts are named', async () => {
     expect((await meter('budget', 'clear', '--account', 'acme')).stdout).toBe('budget of acme cleared\n');
     expect((await meter('budget', 'clear', '--account', 'acme')).stdout).toBe('acme had no budget\n');
-    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout))
-      .toMatchObject({ budget: null, hard_cap: false, spend: 12.34567891, utilization_pct: null });
+    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout)).toMatchObject({
+      budget: null,
+      hard_cap: false,
+      spend: 12.34567891,
+      utilization_pct: null,
+    });
     for (const cmd of [['show'], ['clear'], ['set', '--monthly', '5']]) {
       const r = await meter('budget', ...cmd, '--account', 'nope');
       expect(r).toMatchObject({ code: 1, stderr: 'meter: unknown account "nope" (see `meter accounts list`)\n' });

@@ -15,7 +15,9 @@ describe('CLI conventions', () => {
 
   it('every command that prints something has --json (the daemon itself prints a listening line and logs)', () => {
     expect(all.length).toBeGreaterThan(20);
-    const missing = all.filter(([name, c]) => name !== 'start' && !c.options.some((o) => o.long === '--json')).map(([name]) => name);
+    const missing = all
+      .filter(([name, c]) => name !== 'start' && !c.options.some((o) => o.long === '--json'))
+      .map(([name]) => name);
     expect(missing).toEqual([]);
   });
 

@@ -19,7 +19,10 @@ describe('meter accounts and keys through a running daemon on the embedded store
     const dataDir = tempDirAtFileEnd();
     env = { DATABASE_URL: '', METER_DATA_DIR: dataDir };
     const config = loadConfig({
-      METER_PORT: '0', METER_DATA_DIR: dataDir, METER_KEY_REFRESH_MS: '200', METER_UPSTREAM_OPENAI: `${fake.origin}/v1`,
+      METER_PORT: '0',
+      METER_DATA_DIR: dataDir,
+      METER_KEY_REFRESH_MS: '200',
+      METER_UPSTREAM_OPENAI: `${fake.origin}/v1`,
     });
     daemon = await startDaemon(config, pino({ level: 'silent' }), [proxyComponent()]);
   });
@@ -47,8 +50,13 @@ describe('meter accounts and keys through a running daemon on the embedded store
     expect(await status(k.key)).toBe(401); // grace 0: ended at once
 
     const list = await runCli(['keys', 'list', '--json'], env);
-    expect((JSON.parse(list.stdout) as { status: string }[]).map((x) => x.status).sort()).toEqual(['expired', 'revoked']);
+    expect((JSON.parse(list.stdout) as { status: string }[]).map((x) => x.status).sort()).toEqual([
+      'expired',
+      'revoked',
+    ]);
     const accounts = await runCli(['accounts', 'list', '--json'], env);
-    expect(JSON.parse(accounts.stdout)).toEqual([{ name: 'acme', plan: 'pro', created_at: expect.any(String), active_keys: 0 }]);
+    expect(JSON.parse(accounts.stdout)).toEqual([
+      { name: 'acme', plan: 'pro', created_at: expect.any(String), active_keys: 0 },
+    ]);
   });
 });

@@ -9,18 +9,22 @@ import { backends, createTestDatabase, postgresUrl, tempDir } from '../helpers/s
 
 describe('meter migrate', () => {
   for (const backend of backends) {
-    it.skipIf(backend.name === 'postgres' && !postgresUrl)(`brings the ${backend.name} store to the latest version, and again is a no-op`, async () => {
-      const { databaseUrl, dataDir } = await backend.config();
-      const env = { DATABASE_URL: databaseUrl ?? '', METER_DATA_DIR: dataDir };
-      const latest = loadMigrations(undefined, backend.name).at(-1)!;
-      for (let run = 0; run < 2; run++) {
-        const res = await runCli(['migrate', '--json'], env);
-        expect(res.code).toBe(0);
-        const out = JSON.parse(res.stdout) as { store: string; migrations: { version: number }[] };
-        expect(out.store).toBe(backend.name);
-        expect(out.migrations.at(-1)!.version).toBe(latest.version);
-      }
-    }, 120_000);
+    it.skipIf(backend.name === 'postgres' && !postgresUrl)(
+      `brings the ${backend.name} store to the latest version, and again is a no-op`,
+      async () => {
+        const { databaseUrl, dataDir } = await backend.config();
+        const env = { DATABASE_URL: databaseUrl ?? '', METER_DATA_DIR: dataDir };
+        const latest = loadMigrations(undefined, backend.name).at(-1)!;
+        for (let run = 0; run < 2; run++) {
+          const res = await runCli(['migrate', '--json'], env);
+          expect(res.code).toBe(0);
+          const out = JSON.parse(res.stdout) as { store: string; migrations: { version: number }[] };
+          expect(out.store).toBe(backend.name);
+          expect(out.migrations.at(-1)!.version).toBe(latest.version);
+        }
+      },
+      120_000,
+    );
   }
 });
 

@@ -12,7 +12,10 @@ describe('meter start, as README tells a new user', () => {
     const dataDir = tempDir();
     // The README's command, with a free port and a private data directory.
     const daemon = await spawnDaemon('npm', ['start', '--silent'], {
-      METER_PORT: '0', METER_DATA_DIR: dataDir, DATABASE_URL: '', METER_LOG_LEVEL: 'info',
+      METER_PORT: '0',
+      METER_DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      METER_LOG_LEVEL: 'info',
     });
     expect(daemon.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(daemon.url).not.toMatch(/:0$/);
@@ -26,14 +29,22 @@ describe('meter start, as README tells a new user', () => {
     expect(existsSync(lockPath(dataDir))).toBe(false);
     expect(existsSync(join(dataDir, 'pgdata'))).toBe(true);
     // Logs are pino JSON on stderr.
-    const lines = daemon.stderr().trim().split('\n').filter((l) => l.startsWith('{'));
+    const lines = daemon
+      .stderr()
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     expect(lines.map((l) => JSON.parse(l).msg)).toContain('meter stopped');
   });
 
   it('a bad setting stops it with a message naming the variable', async () => {
-    const err = await spawnDaemon('node', ['dist/cli/main.js', 'start'], { METER_PORT: 'eighty' }).catch((e: Error) => e);
+    const err = await spawnDaemon('node', ['dist/cli/main.js', 'start'], { METER_PORT: 'eighty' }).catch(
+      (e: Error) => e,
+    );
     expect((err as Error).message).toContain('exited with 2'); // a bad setting is a usage error
-    expect((err as Error).message).toContain('meter: METER_PORT="eighty" is invalid: expected an integer from 0 to 65535');
+    expect((err as Error).message).toContain(
+      'meter: METER_PORT="eighty" is invalid: expected an integer from 0 to 65535',
+    );
   });
 
   it('a second daemon on the same data directory is refused clearly', async () => {

@@ -9,11 +9,34 @@ import { tempDir } from '../helpers/stores.js';
  *  stack trace only with METER_DEBUG=1. */
 
 const COMMANDS = [
-  [], ['start'], ['migrate'], ['pricing'], ['pricing', 'show'], ['plans'], ['plans', 'list'], ['plans', 'set'],
-  ['accounts'], ['accounts', 'create'], ['accounts', 'list'], ['accounts', 'set-plan'],
-  ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke'], ['keys', 'rotate'],
-  ['budget'], ['budget', 'set'], ['budget', 'show'], ['budget', 'clear'],
-  ['alerts'], ['alerts', 'add'], ['alerts', 'list'], ['alerts', 'remove'], ['alerts', 'test'], ['config'], ['top'],
+  [],
+  ['start'],
+  ['migrate'],
+  ['pricing'],
+  ['pricing', 'show'],
+  ['plans'],
+  ['plans', 'list'],
+  ['plans', 'set'],
+  ['accounts'],
+  ['accounts', 'create'],
+  ['accounts', 'list'],
+  ['accounts', 'set-plan'],
+  ['keys'],
+  ['keys', 'create'],
+  ['keys', 'list'],
+  ['keys', 'revoke'],
+  ['keys', 'rotate'],
+  ['budget'],
+  ['budget', 'set'],
+  ['budget', 'show'],
+  ['budget', 'clear'],
+  ['alerts'],
+  ['alerts', 'add'],
+  ['alerts', 'list'],
+  ['alerts', 'remove'],
+  ['alerts', 'test'],
+  ['config'],
+  ['top'],
 ];
 
 /** The top-level commands, in the order `meter --help` lists them. */
@@ -32,24 +55,40 @@ describe('meter usage and errors', () => {
     });
   });
 
-  it('a usage error is one line on stderr naming the problem and where help is, exit 2', { timeout: 120_000 }, async () => {
-    const cases: [string[], string][] = [
-      [['keys', 'create'], "meter: required option '--account <name>' not specified (see `meter keys create --help`)"],
-      [['keys', 'list', '--bogus'], "meter: unknown option '--bogus' (see `meter keys list --help`)"],
-      [['accounts', 'create'], "meter: missing required argument 'name' (see `meter accounts create --help`)"],
-      [['bogus'], `meter: unknown command "bogus" for \`meter\`: expected one of ${TOP_LEVEL} (see \`meter --help\`)`],
-      [['keys'], 'meter: missing command for `meter keys`: expected one of create, list, revoke, rotate (see `meter keys --help`)'],
-      [['budget', 'nope'], 'meter: unknown command "nope" for `meter budget`: expected one of set, show, clear (see `meter budget --help`)'],
-      [['start', '--port', 'abc'], 'meter: --port "abc" is invalid: expected an integer from 0 to 65535'],
-    ];
-    const results = await Promise.all(cases.map(([args]) => runCli(args)));
-    results.forEach((r, i) => {
-      const [args, line] = cases[i]!;
-      expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stdout, args.join(' ')).toBe('');
-      expect(oneLine(r.stderr), args.join(' ')).toEqual([line]);
-    });
-  });
+  it(
+    'a usage error is one line on stderr naming the problem and where help is, exit 2',
+    { timeout: 120_000 },
+    async () => {
+      const cases: [string[], string][] = [
+        [
+          ['keys', 'create'],
+          "meter: required option '--account <name>' not specified (see `meter keys create --help`)",
+        ],
+        [['keys', 'list', '--bogus'], "meter: unknown option '--bogus' (see `meter keys list --help`)"],
+        [['accounts', 'create'], "meter: missing required argument 'name' (see `meter accounts create --help`)"],
+        [
+          ['bogus'],
+          `meter: unknown command "bogus" for \`meter\`: expected one of ${TOP_LEVEL} (see \`meter --help\`)`,
+        ],
+        [
+          ['keys'],
+          'meter: missing command for `meter keys`: expected one of create, list, revoke, rotate (see `meter keys --help`)',
+        ],
+        [
+          ['budget', 'nope'],
+          'meter: unknown command "nope" for `meter budget`: expected one of set, show, clear (see `meter budget --help`)',
+        ],
+        [['start', '--port', 'abc'], 'meter: --port "abc" is invalid: expected an integer from 0 to 65535'],
+      ];
+      const results = await Promise.all(cases.map(([args]) => runCli(args)));
+      results.forEach((r, i) => {
+        const [args, line] = cases[i]!;
+        expect(r.code, args.join(' ')).toBe(2);
+        expect(r.stdout, args.join(' ')).toBe('');
+        expect(oneLine(r.stderr), args.join(' ')).toEqual([line]);
+      });
+    },
+  );
 
   it('a bare `meter` prints the help on stdout, exit 0', { timeout: 60_000 }, async () => {
     const r = await runCli([]);
@@ -79,7 +118,10 @@ describe('meter usage and errors', () => {
   it('keys revoke and rotate take the full key too, and never echo its secret', { timeout: 120_000 }, async () => {
     const env = { METER_DATA_DIR: tempDir(), DATABASE_URL: '' };
     expect((await runCli(['accounts', 'create', 'acme'], env)).code).toBe(0);
-    const created = JSON.parse((await runCli(['keys', 'create', '--account', 'acme', '--json'], env)).stdout) as { id: string; key: string };
+    const created = JSON.parse((await runCli(['keys', 'create', '--account', 'acme', '--json'], env)).stdout) as {
+      id: string;
+      key: string;
+    };
     const secret = created.key.slice(16);
 
     const unknown = `mk_000000000000_${secret}`;
@@ -99,7 +141,10 @@ describe('meter usage and errors', () => {
 describe('meter commands on a busy embedded store', () => {
   it('two commands at once both succeed: the second waits for the first', { timeout: 120_000 }, async () => {
     const env = { METER_DATA_DIR: tempDir(), DATABASE_URL: '' };
-    const [a, b] = await Promise.all([runCli(['accounts', 'create', 'one'], env), runCli(['accounts', 'create', 'two'], env)]);
+    const [a, b] = await Promise.all([
+      runCli(['accounts', 'create', 'one'], env),
+      runCli(['accounts', 'create', 'two'], env),
+    ]);
     expect([a.code, a.stderr, b.code, b.stderr]).toEqual([0, '', 0, '']);
     const list = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { name: string }[];
     expect(list.map((x) => x.name)).toEqual(['one', 'two']);

@@ -1,6 +1,16 @@
 import ignore from '@balena/dockerignore';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { join, relative } from 'node:path';
 import { DockerfileParser, type Instruction } from 'dockerfile-ast';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -21,12 +31,28 @@ const read = (file: string) => readFileSync(join(packageRoot, file), 'utf8');
 const dockerfile = DockerfileParser.parse(read('Dockerfile'));
 const dockerignore = ignore().add(read('.dockerignore'));
 const compose = parseYaml(read('docker-compose.yml')) as {
-  services: Record<string, { image?: string; build?: unknown; healthcheck?: { test: string[] }; restart?: string; stop_grace_period?: string;
-    environment?: Record<string, string>; ports?: string[]; volumes?: string[]; depends_on?: Record<string, { condition: string }> }>;
+  services: Record<
+    string,
+    {
+      image?: string;
+      build?: unknown;
+      healthcheck?: { test: string[] };
+      restart?: string;
+      stop_grace_period?: string;
+      environment?: Record<string, string>;
+      ports?: string[];
+      volumes?: string[];
+      depends_on?: Record<string, { condition: string }>;
+    }
+  >;
   volumes: Record<string, unknown>;
 };
 
-interface Stage { name: string | null; base: string; instructions: Instruction[] }
+interface Stage {
+  name: string | null;
+  base: string;
+  instructions: Instruction[];
+}
 const stages: Stage[] = [];
 for (const i of dockerfile.getInstructions()) {
   if (i.getKeyword() === 'FROM') {
@@ -38,12 +64,14 @@ const finalStage = stages.at(-1)!;
 const stageNamed = (name: string) => stages.find((s) => s.name === name)!;
 const of = (stage: Stage, keyword: string) => stage.instructions.filter((i) => i.getKeyword() === keyword);
 const args = (i: Instruction) => i.getArguments().map((a) => a.getValue());
-const fromFlag = (i: Instruction) => (i as Instruction & { getFromFlag(): { getValue(): string } | null }).getFromFlag()?.getValue();
+const fromFlag = (i: Instruction) =>
+  (i as Instruction & { getFromFlag(): { getValue(): string } | null }).getFromFlag()?.getValue();
 /** COPY instructions: their sources (build-context paths or a stage's paths) and destination. */
-const copies = (stage: Stage) => of(stage, 'COPY').map((i) => {
-  const a = args(i);
-  return { from: fromFlag(i), sources: a.slice(0, -1), dest: a.at(-1)! };
-});
+const copies = (stage: Stage) =>
+  of(stage, 'COPY').map((i) => {
+    const a = args(i);
+    return { from: fromFlag(i), sources: a.slice(0, -1), dest: a.at(-1)! };
+  });
 const runs = (stage: Stage) => of(stage, 'RUN').map((i) => i.getArgumentsContent()!.replace(/\s+/g, ' '));
 
 function filesUnder(dir: string): string[] {
@@ -68,12 +96,19 @@ describe('the Dockerfile, against the repository', () => {
       for (const c of copies(stage).filter((x) => x.from === undefined)) {
         for (const source of c.sources) {
           expect(existsSync(join(packageRoot, source)), `${source} exists`).toBe(true);
-          for (const file of filesUnder(source)) expect(dockerignore.ignores(file), `${file} is in the build context`).toBe(false);
+          for (const file of filesUnder(source))
+            expect(dockerignore.ignores(file), `${file} is in the build context`).toBe(false);
         }
       }
     }
     // and the context is small: no dependencies, build output, history or tests
-    for (const path of ['node_modules/pg/package.json', 'dist/cli/main.js', '.git/HEAD', 'test/config.test.ts', 'README.md']) {
+    for (const path of [
+      'node_modules/pg/package.json',
+      'dist/cli/main.js',
+      '.git/HEAD',
+      'test/config.test.ts',
+      'README.md',
+    ]) {
       expect(dockerignore.ignores(path), path).toBe(true);
     }
   });
@@ -82,14 +117,21 @@ describe('the Dockerfile, against the repository', () => {
     const build = stageNamed('build');
     const copied = copies(build).flatMap((c) => c.sources);
     const tsconfig = JSON.parse(read('tsconfig.json')) as { include: string[]; compilerOptions: { outDir: string } };
-    for (const input of ['package.json', 'package-lock.json', 'tsconfig.json', 'sql', ...tsconfig.include]) expect(copied, input).toContain(input);
+    for (const input of ['package.json', 'package-lock.json', 'tsconfig.json', 'sql', ...tsconfig.include])
+      expect(copied, input).toContain(input);
     expect(runs(build)).toContain('npm ci --no-audit --no-fund');
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
     expect(pkg.scripts.prepare).toBe('npm run build');
     expect(pkg.scripts.build).toBe('tsc -p tsconfig.json && node dist/src/store/build-embedded-template.js');
     // the image takes the compiled daemon and CLI and the embedded store's template, not the compiled benchmarks
     const fromBuild = copies(finalStage).filter((c) => c.from === 'build');
-    expect(fromBuild).toEqual(['src', 'cli', 'embedded-template'].map((d) => ({ from: 'build', sources: [`/app/${tsconfig.compilerOptions.outDir}/${d}`], dest: `./dist/${d}` })));
+    expect(fromBuild).toEqual(
+      ['src', 'cli', 'embedded-template'].map((d) => ({
+        from: 'build',
+        sources: [`/app/${tsconfig.compilerOptions.outDir}/${d}`],
+        dest: `./dist/${d}`,
+      })),
+    );
   });
 
   it('ships what dist/ reads at run time that tsc does not emit, and no dev dependency, test or compiler', () => {
@@ -97,7 +139,14 @@ describe('the Dockerfile, against the repository', () => {
     // sql/ (migrations, read from the package root) and package.json (how the root is found)
     expect(finalCopies).toContainEqual({ from: undefined, sources: ['sql'], dest: './sql' });
     expect(finalCopies).toContainEqual({ from: undefined, sources: ['package.json'], dest: './' });
-    expect(finalCopies.map((c) => c.from ?? c.sources.join(' '))).toEqual(['deps', 'build', 'build', 'build', 'package.json', 'sql']);
+    expect(finalCopies.map((c) => c.from ?? c.sources.join(' '))).toEqual([
+      'deps',
+      'build',
+      'build',
+      'build',
+      'package.json',
+      'sql',
+    ]);
     // every file tsc does not emit (not .ts) under src/ and cli/ is emitted all the same (allowJs)
     // or read from a shipped directory
     for (const file of [...filesUnder('src'), ...filesUnder('cli')].filter((f) => !/\.tsx?$/.test(f))) {
@@ -107,11 +156,17 @@ describe('the Dockerfile, against the repository', () => {
   });
 
   it('runs as node on a /data it owns, with signals reaching node and a HEALTHCHECK on /readyz', () => {
-    const env = Object.fromEntries(of(finalStage, 'ENV').flatMap(args).map((kv) => kv.split('=') as [string, string]));
+    const env = Object.fromEntries(
+      of(finalStage, 'ENV')
+        .flatMap(args)
+        .map((kv) => kv.split('=') as [string, string]),
+    );
     expect(env.METER_DATA_DIR).toBe('/data');
     expect(env.METER_HOST).toBe('0.0.0.0');
     const order = finalStage.instructions.map((i) => i.getKeyword());
-    const chown = finalStage.instructions.findIndex((i) => i.getKeyword() === 'RUN' && /mkdir -p \/data && chown node:node \/data/.test(i.getArgumentsContent()!));
+    const chown = finalStage.instructions.findIndex(
+      (i) => i.getKeyword() === 'RUN' && /mkdir -p \/data && chown node:node \/data/.test(i.getArgumentsContent()!),
+    );
     expect(chown).toBeGreaterThanOrEqual(0);
     expect(chown).toBeLessThan(order.indexOf('VOLUME'));
     expect(args(of(finalStage, 'VOLUME')[0]!)).toEqual(['/data']);
@@ -174,9 +229,13 @@ describe('the runtime image, laid out in a directory', () => {
     // COPY package.json package-lock.json, then the deps stage's npm ci (offline: from npm's
     // cache, which the repository's own npm ci filled; tests stay off the network)
     for (const f of ['package.json', 'package-lock.json']) cpSync(join(packageRoot, f), join(app, f));
-    execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--offline', '--no-audit', '--no-fund'], { cwd: app, stdio: 'pipe' });
+    execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--offline', '--no-audit', '--no-fund'], {
+      cwd: app,
+      stdio: 'pipe',
+    });
     // COPY --from=build /app/dist/src ./dist/src (and cli, embedded-template), COPY sql ./sql
-    for (const d of ['src', 'cli', 'embedded-template']) cpSync(join(packageRoot, 'dist', d), join(app, 'dist', d), { recursive: true });
+    for (const d of ['src', 'cli', 'embedded-template'])
+      cpSync(join(packageRoot, 'dist', d), join(app, 'dist', d), { recursive: true });
     cpSync(join(packageRoot, 'sql'), join(app, 'sql'), { recursive: true });
     // RUN mkdir -p /data && chown node:node /data && chmod 755 dist/cli/main.js && ln -s … meter
     data = join(app, 'data');
@@ -193,17 +252,31 @@ describe('the runtime image, laid out in a directory', () => {
     for (const dep of Object.keys(pkg.dependencies)) expect(existsSync(join(app, 'node_modules', dep)), dep).toBe(true);
     // what the lock file marks dev-only (the SDKs, vitest, typescript…) is not there
     const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { dev?: boolean }> };
-    const devOnly = Object.entries(lock.packages).filter(([path, p]) => path !== '' && p.dev).map(([path]) => path);
+    const devOnly = Object.entries(lock.packages)
+      .filter(([path, p]) => path !== '' && p.dev)
+      .map(([path]) => path);
     expect(devOnly).toContain('node_modules/typescript');
     for (const path of devOnly) expect(existsSync(join(app, path)), path).toBe(false);
   });
 
   it('starts as node on the embedded store, answers its HEALTHCHECK, serves the CLI, and stops on SIGTERM', async () => {
     const ids = asNode ? { uid: NODE_UID, gid: NODE_UID } : {};
-    const env = { PATH: `${join(app, 'bin')}:${process.env.PATH}`, HOME: app, NODE_ENV: 'production', METER_HOST: '127.0.0.1', METER_PORT: '0', METER_DATA_DIR: data };
+    const env = {
+      PATH: `${join(app, 'bin')}:${process.env.PATH}`,
+      HOME: app,
+      NODE_ENV: 'production',
+      METER_HOST: '127.0.0.1',
+      METER_PORT: '0',
+      METER_DATA_DIR: data,
+    };
     const [command, ...entry] = JSON.parse(of(finalStage, 'ENTRYPOINT')[0]!.getArgumentsContent()!) as string[];
     const cmd = JSON.parse(of(finalStage, 'CMD')[0]!.getArgumentsContent()!) as string[];
-    const child = spawn(command === 'node' ? process.execPath : command!, [...entry, ...cmd], { cwd: app, env, ...ids, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command === 'node' ? process.execPath : command!, [...entry, ...cmd], {
+      cwd: app,
+      env,
+      ...ids,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     atFileEnd(() => child.kill('SIGKILL'));
     let out = '';
     let err = '';
@@ -218,7 +291,11 @@ describe('the runtime image, laid out in a directory', () => {
     const port = new URL(/meter listening on (\S+)/.exec(out)![1]!).port;
 
     const [hcCommand, ...hcArgs] = healthcheckCommand();
-    const health = spawnSync(hcCommand === 'node' ? process.execPath : hcCommand!, hcArgs, { env: { ...env, METER_PORT: port }, ...ids, timeout: 10_000 });
+    const health = spawnSync(hcCommand === 'node' ? process.execPath : hcCommand!, hcArgs, {
+      env: { ...env, METER_PORT: port },
+      ...ids,
+      timeout: 10_000,
+    });
     expect(health.status, String(health.stderr)).toBe(0);
 
     // what the node user wrote in its data directory
@@ -227,7 +304,13 @@ describe('the runtime image, laid out in a directory', () => {
       if (asNode) expect(st.uid, made).toBe(NODE_UID);
     }
     // `docker compose exec meter meter accounts create …`: the CLI on the PATH, as node
-    const cli = spawnSync('meter', ['accounts', 'create', 'image-test', '--json'], { cwd: app, env, ...ids, encoding: 'utf8', timeout: 60_000 });
+    const cli = spawnSync('meter', ['accounts', 'create', 'image-test', '--json'], {
+      cwd: app,
+      env,
+      ...ids,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(cli.status, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ name: 'image-test' });
 

@@ -19,9 +19,26 @@ import { promtool, scrape } from '../helpers/prom-text.js';
  */
 const FILE = join(packageRoot, 'deploy/grafana/meter.json');
 const text = readFileSync(FILE, 'utf8');
-interface Target { refId: string; expr: string; legendFormat?: string }
-interface PanelJson { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; targets?: Target[]; fieldConfig?: { defaults: { unit?: string } } }
-const dashboard = JSON.parse(text) as { uid: string; title: string; schemaVersion: number; panels: PanelJson[]; templating: { list: { name: string }[] } };
+interface Target {
+  refId: string;
+  expr: string;
+  legendFormat?: string;
+}
+interface PanelJson {
+  id: number;
+  type: string;
+  title: string;
+  gridPos: { x: number; y: number; w: number; h: number };
+  targets?: Target[];
+  fieldConfig?: { defaults: { unit?: string } };
+}
+const dashboard = JSON.parse(text) as {
+  uid: string;
+  title: string;
+  schemaVersion: number;
+  panels: PanelJson[];
+  templating: { list: { name: string }[] };
+};
 const panels = dashboard.panels;
 const targets = panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p, ...t })));
 
@@ -41,8 +58,13 @@ describe('the Grafana dashboard', () => {
       type Json<T> = T extends string ? \`\${T}\` : T extends (infer U)[] ? Json<U>[] : T extends object ? { [K in keyof T]: Json<T[K]> } : T;
       export const dashboard: Json<MeterDashboard> = ${text};`;
     const options: ts.CompilerOptions = {
-      strict: true, noEmit: true, skipLibCheck: true, types: [], target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      types: [],
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
     };
     const host = ts.createCompilerHost(options);
     const getSourceFile = host.getSourceFile.bind(host);
@@ -81,7 +103,9 @@ describe('the Grafana dashboard', () => {
     const dir = tempDirAtFileEnd('meter-grafana-');
     const rules = join(dir, 'rules.yml');
     // every expression as a recording rule: `promtool check rules` parses each with Prometheus's own parser
-    const list = targets.map((t, i) => `      - record: dashboard:expr_${i}\n        expr: ${JSON.stringify(expand(t.expr))}`).join('\n');
+    const list = targets
+      .map((t, i) => `      - record: dashboard:expr_${i}\n        expr: ${JSON.stringify(expand(t.expr))}`)
+      .join('\n');
     writeFileSync(rules, `groups:\n  - name: dashboard\n    rules:\n${list}\n`);
     const check = promtool(['check', 'rules', rules]);
     expect(check.output).toContain(`SUCCESS: ${targets.length} rules found`);
@@ -93,7 +117,9 @@ describe('the Grafana dashboard', () => {
       panels.filter((p) => title.test(p.title) && (p.targets ?? []).some((t) => t.expr.includes(metric)));
     expect(panelReading('meter_cost_usd_total', /spend rate/i).length).toBeGreaterThan(0);
     expect(panelReading('meter_calls_total', /calls/i).length).toBeGreaterThan(0);
-    expect(panelReading('meter_calls_total{instance=~"$instance",status_class=~"4xx|5xx"}', /error/i).length).toBeGreaterThan(0);
+    expect(
+      panelReading('meter_calls_total{instance=~"$instance",status_class=~"4xx|5xx"}', /error/i).length,
+    ).toBeGreaterThan(0);
     expect(panelReading('meter_overhead_seconds_bucket', /added latency/i).length).toBeGreaterThan(0);
     expect(panelReading('meter_spool_backlog_events', /spool backlog/i).length).toBeGreaterThan(0);
     expect(panelReading('meter_writer_lag_seconds', /writer lag/i).length).toBeGreaterThan(0);
@@ -104,7 +130,12 @@ describe('the dashboard against a real /metrics', () => {
   let exposed: Set<string>;
 
   beforeAll(async () => {
-    const config = loadConfig({ METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: tempDirAtFileEnd(), DATABASE_URL: await databaseForFile() });
+    const config = loadConfig({
+      METER_PORT: '0',
+      METER_HOST: '127.0.0.1',
+      METER_DATA_DIR: tempDirAtFileEnd(),
+      DATABASE_URL: await databaseForFile(),
+    });
     const daemon = await startDaemon(config, pino({ level: 'silent' }), components);
     atFileEnd(() => daemon.close());
     const s = await scrape(daemon.metricsUrl);

@@ -15,7 +15,9 @@ beforeAll(ensureBuilt);
 /** The built daemon as a child process, with what it printed. */
 function startChild(env: Record<string, string>) {
   const child = spawn(process.execPath, ['dist/cli/main.js', 'start'], {
-    cwd: packageRoot, env: { ...process.env, METER_PORT: '0', METER_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: packageRoot,
+    env: { ...process.env, METER_PORT: '0', METER_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   atFileEnd(() => child.kill('SIGKILL'));
   let out = '';

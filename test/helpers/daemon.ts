@@ -22,7 +22,11 @@ export async function ensureBuilt(): Promise<void> {
 
 /** Spawns a command that starts the daemon and waits for its `meter listening on URL` line. */
 export function spawnDaemon(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunningDaemon> {
-  const child = spawn(command, args, { cwd: packageRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    cwd: packageRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));

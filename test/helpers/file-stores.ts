@@ -6,7 +6,9 @@ export async function openStoreForFile(kind: 'postgres' | 'embedded'): Promise<D
   return backends.find((b) => b.name === kind)!.open();
 }
 
-export async function storeConfigForFile(kind: 'postgres' | 'embedded'): Promise<{ databaseUrl?: string; dataDir: string }> {
+export async function storeConfigForFile(
+  kind: 'postgres' | 'embedded',
+): Promise<{ databaseUrl?: string; dataDir: string }> {
   return backends.find((b) => b.name === kind)!.config();
 }
 

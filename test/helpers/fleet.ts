@@ -16,11 +16,19 @@ import { startFakeUpstream, type FakeUpstream } from './upstreams.js';
 /** A full daemon, as `meter start` builds it, in this process, on a shared database (or, with
  *  `databaseUrl` undefined, on the embedded store in `env.METER_DATA_DIR`). Its OpenAI and
  *  Anthropic upstreams are `upstream`. */
-export async function startFullDaemon(databaseUrl: string | undefined, upstream: FakeUpstream, env: Record<string, string> = {}): Promise<Daemon> {
+export async function startFullDaemon(
+  databaseUrl: string | undefined,
+  upstream: FakeUpstream,
+  env: Record<string, string> = {},
+): Promise<Daemon> {
   const config = loadConfig({
-    METER_PORT: '0', METER_DATA_DIR: tempDirAtFileEnd(), ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`, METER_UPSTREAM_ANTHROPIC: `${upstream.origin}/v1`,
-    METER_FLUSH_INTERVAL_MS: '100', METER_KEY_REFRESH_MS: '300',
+    METER_PORT: '0',
+    METER_DATA_DIR: tempDirAtFileEnd(),
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
+    METER_UPSTREAM_ANTHROPIC: `${upstream.origin}/v1`,
+    METER_FLUSH_INTERVAL_MS: '100',
+    METER_KEY_REFRESH_MS: '300',
     ...env,
   });
   const daemon = await startDaemon(config, pino({ level: 'silent' }), components);
@@ -30,21 +38,36 @@ export async function startFullDaemon(databaseUrl: string | undefined, upstream:
 
 /** The OpenAI SDK pointed at a daemon with a service key; no retries, so every refusal shows. */
 export function openaiVia(daemon: Daemon, key: string): OpenAI {
-  return new OpenAI({ baseURL: `${daemon.url}/proxy/openai/v1`, apiKey: 'sk-provider', defaultHeaders: { 'x-meter-key': key }, maxRetries: 0 });
+  return new OpenAI({
+    baseURL: `${daemon.url}/proxy/openai/v1`,
+    apiKey: 'sk-provider',
+    defaultHeaders: { 'x-meter-key': key },
+    maxRetries: 0,
+  });
 }
 
 /** The Anthropic SDK pointed at a daemon: its provider key stays, the service key rides in
  *  X-Meter-Key (DESIGN.md); no retries. */
 export function anthropicVia(daemon: Daemon, key: string): Anthropic {
-  return new Anthropic({ baseURL: `${daemon.url}/proxy/anthropic`, apiKey: 'sk-ant-provider', defaultHeaders: { 'x-meter-key': key }, maxRetries: 0 });
+  return new Anthropic({
+    baseURL: `${daemon.url}/proxy/anthropic`,
+    apiKey: 'sk-ant-provider',
+    defaultHeaders: { 'x-meter-key': key },
+    maxRetries: 0,
+  });
 }
 
 /** A Messages API answer with fixed usage, as Anthropic sends it. */
 export function answerMessages(upstream: FakeUpstream, usage: { input: number; output: number }): void {
   upstream.respond((_req, res) => {
     const body = JSON.stringify({
-      id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514',
-      content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null,
+      id: 'msg_01',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-20250514',
+      content: [{ type: 'text', text: 'ok' }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
       usage: { input_tokens: usage.input, output_tokens: usage.output },
     });
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -57,9 +80,16 @@ export function answerChat(upstream: FakeUpstream, usage: { prompt: number; comp
   upstream.respond(async (_req, res) => {
     if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
     const body = JSON.stringify({
-      id: 'chatcmpl-1', object: 'chat.completion', created: 1763726400, model: 'gpt-4o-2024-08-06',
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1763726400,
+      model: 'gpt-4o-2024-08-06',
       choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion },
+      usage: {
+        prompt_tokens: usage.prompt,
+        completion_tokens: usage.completion,
+        total_tokens: usage.prompt + usage.completion,
+      },
     });
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(body);

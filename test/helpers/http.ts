@@ -20,16 +20,24 @@ export function rawRequest(
     headers = ['Host', new URL(url).host, ...headers];
   }
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: opts.method ?? 'GET', headers: headers as OutgoingHttpHeaders, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode!, statusMessage: res.statusMessage!, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks),
-        }),
-      );
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      { method: opts.method ?? 'GET', headers: headers as OutgoingHttpHeaders, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            statusMessage: res.statusMessage!,
+            headers: res.headers,
+            rawHeaders: res.rawHeaders,
+            body: Buffer.concat(chunks),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(opts.body);
   });

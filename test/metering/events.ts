@@ -7,7 +7,7 @@ const MODELS = ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet-4-5'];
 /** A seeded generator, so a failing run can be replayed. */
 export function rng(seed: number): () => number {
   let s = seed >>> 0 || 1;
-  return () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  return () => (s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32;
 }
 
 /** Usage events spread over accounts, days, models and tags, with costs that need all 8
@@ -17,7 +17,9 @@ export function makeEvents(n: number, seed = 1, over: Partial<UsageEvent> = {}):
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
   return Array.from({ length: n }, (): UsageEvent => {
     const day = 1 + Math.floor(r() * 3);
-    const time = new Date(Date.UTC(2026, 2, day, Math.floor(r() * 24), Math.floor(r() * 60), 0, Math.floor(r() * 1000)));
+    const time = new Date(
+      Date.UTC(2026, 2, day, Math.floor(r() * 24), Math.floor(r() * 60), 0, Math.floor(r() * 1000)),
+    );
     const units = BigInt(Math.floor(r() * 1e8)) * (r() < 0.05 ? 100_000n : 1n) + BigInt(Math.floor(r() * 3));
     const tags: Record<string, string> = {};
     if (r() < 0.8) tags.team = pick(['search', 'ads', 'chat', 'ops']);

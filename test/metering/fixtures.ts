@@ -33,7 +33,9 @@ export function loadFixtures(): Fixture[] {
     for (const file of readdirSync(join(dir, slug)).sort()) {
       const m = /^(.*)\.(json|sse|ndjson)$/.exec(file);
       if (!m || file.endsWith('.expected.json')) continue;
-      const expected = JSON.parse(readFileSync(join(dir, slug, `${m[1]}.expected.json`), 'utf8')) as Fixture['expected'];
+      const expected = JSON.parse(
+        readFileSync(join(dir, slug, `${m[1]}.expected.json`), 'utf8'),
+      ) as Fixture['expected'];
       out.push({ slug, file, kind: m[2] as Fixture['kind'], bytes: readFileSync(join(dir, slug, file)), expected });
     }
   }
@@ -46,12 +48,16 @@ export function statusOf(f: Fixture): number {
   return m ? Number(m[1]) : 200;
 }
 
-export const contentTypes = { json: 'application/json', sse: 'text/event-stream; charset=utf-8', ndjson: 'application/stream+json' };
+export const contentTypes = {
+  json: 'application/json',
+  sse: 'text/event-stream; charset=utf-8',
+  ndjson: 'application/stream+json',
+};
 
 /** Splits bytes into reads of random sizes (seeded, so a failure can be replayed). */
 export function randomChunks(bytes: Buffer, seed: number, maxChunk = 64): Buffer[] {
   let s = seed >>> 0 || 1;
-  const rand = () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const rand = () => (s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32;
   const out: Buffer[] = [];
   for (let i = 0; i < bytes.length;) {
     const n = 1 + Math.floor(rand() * maxChunk);
@@ -63,13 +69,22 @@ export function randomChunks(bytes: Buffer, seed: number, maxChunk = 64): Buffer
 
 export const pricer = new Pricer();
 
-export function callStart(slug: ProviderSlug, path: string, tags: Record<string, string> = { team: 'search' }): CallStart {
+export function callStart(
+  slug: ProviderSlug,
+  path: string,
+  tags: Record<string, string> = { team: 'search' },
+): CallStart {
   const time = new Date();
   return {
     id: uuidv7(time.getTime()),
     time,
     startedAt: performance.now(),
-    principal: { keyId: 'a1b2c3d4e5f6', accountId: '0190a8e0-0000-7000-8000-00000000000a', accountName: 'acme', plan: 'pro' },
+    principal: {
+      keyId: 'a1b2c3d4e5f6',
+      accountId: '0190a8e0-0000-7000-8000-00000000000a',
+      accountName: 'acme',
+      plan: 'pro',
+    },
     provider: slug,
     path,
     tags,
@@ -95,17 +110,31 @@ export interface MeterRun {
 }
 
 /** Runs one call through a fresh MeteringService and resolves with its one event. */
-export async function meter(run: MeterRun): Promise<{ event: UsageEvent; events: UsageEvent[]; service: MeteringService }> {
+export async function meter(
+  run: MeterRun,
+): Promise<{ event: UsageEvent; events: UsageEvent[]; service: MeteringService }> {
   const events: UsageEvent[] = [];
   let delivered!: () => void;
   const done = new Promise<void>((resolve) => (delivered = resolve));
-  const sink = { push: (e: UsageEvent) => { events.push(e); delivered(); } };
+  const sink = {
+    push: (e: UsageEvent) => {
+      events.push(e);
+      delivered();
+    },
+  };
   const m = new MeteringService({ pricer, sink, logger: { warn() {}, error() {} } });
   const call = m.begin({ ...callStart(run.slug, run.path, run.tags), ...(run.method ? { method: run.method } : {}) });
   call.requestBody(run.requestBody === undefined ? undefined : Buffer.from(JSON.stringify(run.requestBody)));
   if (!run.noHead) call.responseHead(run.status ?? 200, { 'content-type': 'application/json', ...run.headers });
   for (const c of run.chunks ?? []) call.responseChunk(c);
-  call.end(run.endStatus === undefined ? { completed: run.completed ?? true } : { completed: run.completed ?? false, status: run.endStatus });
-  await Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error('no event within 5 s')), 5000))]);
+  call.end(
+    run.endStatus === undefined
+      ? { completed: run.completed ?? true }
+      : { completed: run.completed ?? false, status: run.endStatus },
+  );
+  await Promise.race([
+    done,
+    new Promise((_, reject) => setTimeout(() => reject(new Error('no event within 5 s')), 5000)),
+  ]);
   return { event: events[0]!, events, service: m };
 }

@@ -25,12 +25,16 @@ describe('parseTags', () => {
   });
 
   it('a JSON object of strings', () => {
-    expect(ok({ 'x-metering-tags': '{"team":"search","env":"a,b=c%20"}' })).toEqual({ team: 'search', env: 'a,b=c%20' });
+    expect(ok({ 'x-metering-tags': '{"team":"search","env":"a,b=c%20"}' })).toEqual({
+      team: 'search',
+      env: 'a,b=c%20',
+    });
   });
 
   it('X-Feature-Name and X-Tenant-ID become feature and tenant and win over X-Metering-Tags', () => {
-    expect(ok({ 'x-metering-tags': 'feature=old,tenant=old,team=t', 'x-feature-name': 'chat', 'x-tenant-id': 'acme' }))
-      .toEqual({ feature: 'chat', tenant: 'acme', team: 't' });
+    expect(
+      ok({ 'x-metering-tags': 'feature=old,tenant=old,team=t', 'x-feature-name': 'chat', 'x-tenant-id': 'acme' }),
+    ).toEqual({ feature: 'chat', tenant: 'acme', team: 't' });
     expect(ok({ 'x-metering-tags': '{"feature":"old"}', 'x-feature-name': 'new' })).toEqual({ feature: 'new' });
     expect(ok({ 'x-tenant-id': 'acme' })).toEqual({ tenant: 'acme' });
   });
@@ -52,7 +56,9 @@ describe('parseTags', () => {
 
   it('keys: 1-64 of [A-Za-z0-9_.-]', () => {
     expect(ok({ 'x-metering-tags': `${'k'.repeat(64)}=v,a.b-c_D9=v` })).toHaveProperty('a.b-c_D9', 'v');
-    expect(bad({ 'x-metering-tags': `${'k'.repeat(65)}=v` })).toMatch(/tag key .* is invalid: keys are 1-64 characters of A-Z a-z 0-9 _ \. -/);
+    expect(bad({ 'x-metering-tags': `${'k'.repeat(65)}=v` })).toMatch(
+      /tag key .* is invalid: keys are 1-64 characters of A-Z a-z 0-9 _ \. -/,
+    );
     expect(bad({ 'x-metering-tags': 'bad key=v' })).toMatch(/"bad key" is invalid/);
     expect(bad({ 'x-metering-tags': '=v' })).toMatch(/"" is invalid/);
     expect(bad({ 'x-metering-tags': '{"a/b":"v"}' })).toMatch(/"a\/b" is invalid/);
@@ -61,7 +67,9 @@ describe('parseTags', () => {
   it('values: 1-256 characters (characters, not bytes)', () => {
     expect(ok({ 'x-metering-tags': `a=${'v'.repeat(256)}` }).a).toHaveLength(256);
     expect(ok({ 'x-metering-tags': JSON.stringify({ e: '😀'.repeat(256) }) }).e).toHaveLength(512);
-    expect(bad({ 'x-metering-tags': `a=${'v'.repeat(257)}` })).toMatch(/"a" has a value of 257 characters: values are 1-256 characters/);
+    expect(bad({ 'x-metering-tags': `a=${'v'.repeat(257)}` })).toMatch(
+      /"a" has a value of 257 characters: values are 1-256 characters/,
+    );
     expect(bad({ 'x-metering-tags': 'a=' })).toMatch(/"a" has an empty value: values are 1-256/);
     expect(bad({ 'x-metering-tags': '{"a":""}' })).toMatch(/empty value/);
     expect(bad({ 'x-feature-name': 'x'.repeat(300) })).toMatch(/\(from X-Feature-Name\)/);

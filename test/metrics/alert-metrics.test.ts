@@ -20,7 +20,10 @@ it('counts alert delivery attempts by channel and result', async () => {
 
   const metrics = new DaemonMetrics();
   const deliverer = new AlertDeliverer(db, silentLogger, {
-    ...DEFAULT_DELIVERER_OPTIONS, pollMs: 25, timeoutMs: 2_000, retry: { firstRetryMs: 100, maxDelayMs: 400, giveUpAfterMs: 60_000 },
+    ...DEFAULT_DELIVERER_OPTIONS,
+    pollMs: 25,
+    timeoutMs: 2_000,
+    retry: { firstRetryMs: 100, maxDelayMs: 400, giveUpAfterMs: 60_000 },
   });
   deliverer.registerMetrics(metrics);
   deliverer.start();

@@ -27,18 +27,26 @@ async function fakeOpenAI(): Promise<FakeUpstream> {
   const fake = await startFakeUpstream();
   fake.respond(async (_req, res, seen) => {
     const body = JSON.parse(seen.body.toString()) as { model: string; stream?: boolean };
-    if (body.model === 'fails') return writeInPieces(res, 500, 'application/json', ['{"error":{"message":"boom","type":"server_error"}}']);
+    if (body.model === 'fails')
+      return writeInPieces(res, 500, 'application/json', ['{"error":{"message":"boom","type":"server_error"}}']);
     if (body.stream) return writeInPieces(res, 200, 'text/event-stream', sseEvents(STREAM));
     return writeInPieces(res, 200, 'application/json', [CHAT]);
   });
   return fake;
 }
 
-async function daemonWith(env: Record<string, string>): Promise<{ daemon: Daemon; key: string; keyId: string; account: string }> {
+async function daemonWith(
+  env: Record<string, string>,
+): Promise<{ daemon: Daemon; key: string; keyId: string; account: string }> {
   const fake = await fakeOpenAI();
   const config = loadConfig({
-    METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: tempDirAtFileEnd(), METER_FLUSH_INTERVAL_MS: '20',
-    DATABASE_URL: await databaseForFile(), METER_UPSTREAM_OPENAI: `${fake.origin}/v1`, ...env,
+    METER_PORT: '0',
+    METER_HOST: '127.0.0.1',
+    METER_DATA_DIR: tempDirAtFileEnd(),
+    METER_FLUSH_INTERVAL_MS: '20',
+    DATABASE_URL: await databaseForFile(),
+    METER_UPSTREAM_OPENAI: `${fake.origin}/v1`,
+    ...env,
   });
   const daemon = await startDaemon(config, pino({ level: 'silent' }), components);
   atFileEnd(() => daemon.close());
@@ -48,10 +56,17 @@ async function daemonWith(env: Record<string, string>): Promise<{ daemon: Daemon
   return { daemon, key: created.key, keyId: created.id, account };
 }
 
-const client = (daemon: Daemon, key: string) => new OpenAI({
-  apiKey: PROVIDER_KEY, baseURL: `${daemon.url}/proxy/openai`, maxRetries: 0,
-  defaultHeaders: { 'X-Meter-Key': key, 'X-Metering-Tags': `team=${TAG_VALUE}`, 'X-Tenant-ID': `${TAG_VALUE}-tenant` },
-});
+const client = (daemon: Daemon, key: string) =>
+  new OpenAI({
+    apiKey: PROVIDER_KEY,
+    baseURL: `${daemon.url}/proxy/openai`,
+    maxRetries: 0,
+    defaultHeaders: {
+      'X-Meter-Key': key,
+      'X-Metering-Tags': `team=${TAG_VALUE}`,
+      'X-Tenant-ID': `${TAG_VALUE}-tenant`,
+    },
+  });
 
 /** Scrapes until `ready` holds (events reach the store within a few flush intervals). */
 async function scrapeUntil(url: string, ready: (s: Scrape) => boolean): Promise<Scrape> {
@@ -75,18 +90,32 @@ describe('GET /metrics on the daemon port (no allow-list)', () => {
     d = await daemonWith({});
     before = await scrape(d.daemon.metricsUrl);
     const openai = client(d.daemon, d.key);
-    const chat = await openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] }).withResponse();
+    const chat = await openai.chat.completions
+      .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] })
+      .withResponse();
     headers.push(chat.response.headers.get('x-meter-overhead-ms')!);
     const stream = await openai.chat.completions
-      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], stream: true, stream_options: { include_usage: true } })
+      .create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'Hi' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      })
       .withResponse();
     headers.push(stream.response.headers.get('x-meter-overhead-ms')!);
-    for await (const _ of stream.data) { /* read to the end */ }
-    const failed = await openai.chat.completions.create({ model: 'fails', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e);
+    for await (const _ of stream.data) {
+      /* read to the end */
+    }
+    const failed = await openai.chat.completions
+      .create({ model: 'fails', messages: [{ role: 'user', content: 'Hi' }] })
+      .catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(OpenAI.InternalServerError);
     headers.push((failed as InstanceType<typeof OpenAI.InternalServerError>).headers.get('x-meter-overhead-ms')!);
     // refused by the daemon itself: nothing forwarded
-    const refused = await fetch(`${d.daemon.url}/proxy/openai/v1/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer mk_nope_nope' } });
+    const refused = await fetch(`${d.daemon.url}/proxy/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer mk_nope_nope' },
+    });
     expect(refused.status).toBe(401);
     after = await scrapeUntil(d.daemon.metricsUrl, (s) => s.value('meter_events_written_total') >= 3);
   });
@@ -97,11 +126,28 @@ describe('GET /metrics on the daemon port (no allow-list)', () => {
     // is a gauge); every meter_ name follows the conventions
     const findings = check.output.split('\n').filter((l) => l !== '');
     expect(findings.filter((l) => !/^nodejs_active_\w+_total non-counter metrics/.test(l))).toEqual([]);
-    for (const name of ['meter_calls_total', 'meter_tokens_total', 'meter_cost_usd_total', 'meter_events_total', 'meter_unpriced_calls_total',
-      'meter_overhead_seconds', 'meter_first_byte_overhead_seconds', 'meter_upstream_latency_seconds', 'meter_spool_backlog_events',
-      'meter_spool_backlog_bytes', 'meter_writer_lag_seconds', 'meter_write_batches_total', 'meter_write_failures_total', 'meter_store_up',
-      'meter_alert_deliveries_total', 'meter_key_cache_age_seconds', 'meter_refusals_total', 'process_cpu_seconds_total',
-      'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']) {
+    for (const name of [
+      'meter_calls_total',
+      'meter_tokens_total',
+      'meter_cost_usd_total',
+      'meter_events_total',
+      'meter_unpriced_calls_total',
+      'meter_overhead_seconds',
+      'meter_first_byte_overhead_seconds',
+      'meter_upstream_latency_seconds',
+      'meter_spool_backlog_events',
+      'meter_spool_backlog_bytes',
+      'meter_writer_lag_seconds',
+      'meter_write_batches_total',
+      'meter_write_failures_total',
+      'meter_store_up',
+      'meter_alert_deliveries_total',
+      'meter_key_cache_age_seconds',
+      'meter_refusals_total',
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+    ]) {
       expect(after.types.has(name), name).toBe(true);
     }
     expect(after.types.get('meter_overhead_seconds')).toBe('histogram');
@@ -117,7 +163,8 @@ describe('GET /metrics on the daemon port (no allow-list)', () => {
     expect(after.value('meter_events_total', { usage_source: 'none' })).toBe(1);
     const [sums] = await d.daemon.store.query<Record<string, string>>(
       `SELECT sum(input_tokens)::text AS input, sum(output_tokens)::text AS output, sum(cached_input_tokens)::text AS cached_input,
-              sum(reasoning_tokens)::text AS reasoning, sum(cost)::text AS cost, count(*)::text AS n FROM usage_events`);
+              sum(reasoning_tokens)::text AS reasoning, sum(cost)::text AS cost, count(*)::text AS n FROM usage_events`,
+    );
     expect(sums!.n).toBe('3');
     for (const kind of ['input', 'output', 'cached_input', 'reasoning']) {
       expect(after.value('meter_tokens_total', { provider: 'openai', kind }), kind).toBe(Number(sums![kind]));
@@ -139,7 +186,11 @@ describe('GET /metrics on the daemon port (no allow-list)', () => {
   it('times every call: the overhead header, the overhead and upstream histograms', () => {
     expect(headers).toHaveLength(3);
     for (const h of headers) expect(h).toMatch(overheadMs);
-    for (const name of ['meter_overhead_seconds', 'meter_first_byte_overhead_seconds', 'meter_upstream_latency_seconds']) {
+    for (const name of [
+      'meter_overhead_seconds',
+      'meter_first_byte_overhead_seconds',
+      'meter_upstream_latency_seconds',
+    ]) {
       expect(before.value(`${name}_count`, { provider: 'openai' }), name).toBe(0);
       expect(after.value(`${name}_count`, { provider: 'openai' }), name).toBe(3);
       expect(after.value(`${name}_bucket`, { provider: 'openai', le: '+Inf' }), name).toBe(3);
@@ -147,19 +198,39 @@ describe('GET /metrics on the daemon port (no allow-list)', () => {
     }
     expect(after.value('meter_overhead_seconds_count', { provider: 'anthropic' })).toBe(0);
     // buckets are cumulative; the header's milliseconds and the histogram's seconds agree
-    const buckets = after.samples.filter((x) => x.name === 'meter_overhead_seconds_bucket' && x.labels.provider === 'openai').map((x) => x.value);
+    const buckets = after.samples
+      .filter((x) => x.name === 'meter_overhead_seconds_bucket' && x.labels.provider === 'openai')
+      .map((x) => x.value);
     expect(buckets).toEqual([...buckets].sort((a, b) => a - b));
     const headerSum = headers.reduce((n, h) => n + Number(h), 0) / 1000;
     expect(after.value('meter_overhead_seconds_sum', { provider: 'openai' })).toBeCloseTo(headerSum, 5);
   });
 
   it('shows no key, account, tag value or model (labels are bounded)', () => {
-    for (const secret of [d.key, parseServiceKey(d.key)!.secret, d.keyId, d.account, PROVIDER_KEY, TAG_VALUE, 'gpt-4o', 'gpt-4o-mini']) {
+    for (const secret of [
+      d.key,
+      parseServiceKey(d.key)!.secret,
+      d.keyId,
+      d.account,
+      PROVIDER_KEY,
+      TAG_VALUE,
+      'gpt-4o',
+      'gpt-4o-mini',
+    ]) {
       expect(after.text, secret).not.toContain(secret);
     }
     const labelNames = new Set<string>();
-    for (const x of after.samples) if (x.name.startsWith('meter_')) for (const k of Object.keys(x.labels)) labelNames.add(k);
-    expect([...labelNames].sort()).toEqual(['kind', 'le', 'provider', 'reason', 'status_class', 'store', 'usage_source']);
+    for (const x of after.samples)
+      if (x.name.startsWith('meter_')) for (const k of Object.keys(x.labels)) labelNames.add(k);
+    expect([...labelNames].sort()).toEqual([
+      'kind',
+      'le',
+      'provider',
+      'reason',
+      'status_class',
+      'store',
+      'usage_source',
+    ]);
   });
 });
 
@@ -167,7 +238,11 @@ describe('METER_METRICS_PORT and METER_METRICS_MODELS', () => {
   let d: Awaited<ReturnType<typeof daemonWith>>;
 
   beforeAll(async () => {
-    d = await daemonWith({ METER_METRICS_PORT: '0', METER_METRICS_MODELS: 'gpt-4o-2024-08-06, some-other-model', METER_KEY_REFRESH_MS: '100' });
+    d = await daemonWith({
+      METER_METRICS_PORT: '0',
+      METER_METRICS_MODELS: 'gpt-4o-2024-08-06, some-other-model',
+      METER_KEY_REFRESH_MS: '100',
+    });
   });
 
   it('serves /metrics on its own port only, and nothing else there', async () => {
@@ -175,7 +250,9 @@ describe('METER_METRICS_PORT and METER_METRICS_MODELS', () => {
     const onProxyPort = await fetch(`${d.daemon.url}/metrics`);
     expect(onProxyPort.status).toBe(404);
     expect(await onProxyPort.text()).toContain('METER_METRICS_PORT');
-    const proxyOnMetricsPort = await fetch(new URL('/proxy/openai/v1/models', d.daemon.metricsUrl), { headers: { 'x-meter-key': d.key } });
+    const proxyOnMetricsPort = await fetch(new URL('/proxy/openai/v1/models', d.daemon.metricsUrl), {
+      headers: { 'x-meter-key': d.key },
+    });
     expect(proxyOnMetricsPort.status).toBe(404);
     const res = await fetch(d.daemon.metricsUrl);
     expect(res.status).toBe(200);
@@ -185,9 +262,13 @@ describe('METER_METRICS_PORT and METER_METRICS_MODELS', () => {
   it('labels allow-listed models by name and every other model as "other"', async () => {
     const openai = client(d.daemon, d.key);
     await openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] });
-    await openai.chat.completions.create({ model: 'fails', messages: [{ role: 'user', content: 'Hi' }] }).catch(() => {});
+    await openai.chat.completions
+      .create({ model: 'fails', messages: [{ role: 'user', content: 'Hi' }] })
+      .catch(() => {});
     const s = await scrapeUntil(d.daemon.metricsUrl, (x) => x.value('meter_calls_total') >= 2);
-    expect(s.value('meter_calls_total', { provider: 'openai', model: 'gpt-4o-2024-08-06', status_class: '2xx' })).toBe(1);
+    expect(s.value('meter_calls_total', { provider: 'openai', model: 'gpt-4o-2024-08-06', status_class: '2xx' })).toBe(
+      1,
+    );
     expect(s.value('meter_calls_total', { provider: 'openai', model: 'other', status_class: '5xx' })).toBe(1);
     expect(s.value('meter_cost_usd_total', { model: 'gpt-4o-2024-08-06' })).toBeGreaterThan(0);
     expect(s.text).not.toContain('fails');
@@ -199,7 +280,12 @@ describe('METER_METRICS_PORT and METER_METRICS_MODELS', () => {
     const deadline = Date.now() + 10_000;
     let refused: unknown;
     while (!refused && Date.now() < deadline) {
-      refused = await openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] }).then(() => undefined, (e: unknown) => e);
+      refused = await openai.chat.completions
+        .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
     }
     expect((refused as { code?: string }).code).toBe('rate_limited');
     const s = await scrape(d.daemon.metricsUrl);
@@ -211,7 +297,17 @@ describe('METER_METRICS_PORT and METER_METRICS_MODELS', () => {
 describe('who may scrape /metrics on the daemon port', () => {
   it('loopback peers only: 127.0.0.0/8 and ::1, also IPv4-mapped', () => {
     for (const a of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) expect(isLoopback(a), a).toBe(true);
-    for (const a of ['10.0.0.1', '172.17.0.1', '192.168.1.2', '::ffff:10.0.0.1', 'fe80::1', '::', '0.0.0.0', '', undefined]) {
+    for (const a of [
+      '10.0.0.1',
+      '172.17.0.1',
+      '192.168.1.2',
+      '::ffff:10.0.0.1',
+      'fe80::1',
+      '::',
+      '0.0.0.0',
+      '',
+      undefined,
+    ]) {
       expect(isLoopback(a), String(a)).toBe(false);
     }
   });

@@ -5,18 +5,29 @@ import { setBudget } from '../../src/budget/admin.js';
 import { eventually, openaiVia, sleep, startFleet } from '../helpers/fleet.js';
 import { postgresUrl } from '../helpers/stores.js';
 
-const ask = (client: OpenAI) => client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+const ask = (client: OpenAI) =>
+  client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
 
 async function refusal(client: OpenAI) {
-  const err = await ask(client).then(() => undefined, (e: unknown) => e);
+  const err = await ask(client).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(OpenAI.APIError);
   return err as InstanceType<typeof OpenAI.APIError>;
 }
 
 describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', () => {
   it('the monthly quota is fleet-wide, answers 429 quota_exceeded with Retry-After, and an upgrade frees calls at once', async () => {
-    const { db, key, upstream, daemons: [a, b] } = await startFleet({
-      account: 'quota-acct', plan: 'free', sidecars: 2,
+    const {
+      db,
+      key,
+      upstream,
+      daemons: [a, b],
+    } = await startFleet({
+      account: 'quota-acct',
+      plan: 'free',
+      sidecars: 2,
       setup: (db) => db.query(`UPDATE plans SET monthly_call_quota = 6 WHERE name = 'free'`),
     });
     const viaA = openaiVia(a!, key);
@@ -29,9 +40,16 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
     }
     // Each sidecar admitted 3 itself; once all 6 are written (waited for: a loaded machine
     // flushes late), a re-read or two later each sidecar sees the other's 3.
-    await eventually(async () => (await db.query<{ n: number }>(
-      `SELECT coalesce(sum(d.requests), 0)::int AS n FROM usage_daily d JOIN accounts a ON a.id = d.account_id WHERE a.name = 'quota-acct'`,
-    ))[0]!.n === 6, 10_000, 'the 6 calls written');
+    await eventually(
+      async () =>
+        (
+          await db.query<{ n: number }>(
+            `SELECT coalesce(sum(d.requests), 0)::int AS n FROM usage_daily d JOIN accounts a ON a.id = d.account_id WHERE a.name = 'quota-acct'`,
+          )
+        )[0]!.n === 6,
+      10_000,
+      'the 6 calls written',
+    );
     await sleep(600);
     for (const client of [viaA, viaB]) {
       const err = await refusal(client);
@@ -47,16 +65,26 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
     expect(upstream.requests).toHaveLength(6); // refused calls never reached the provider
 
     await setAccountPlan(db, 'quota-acct', 'pro');
-    const ms = await eventually(async () => {
-      const results = await Promise.allSettled([ask(viaA), ask(viaB)]);
-      return results.every((r) => r.status === 'fulfilled');
-    }, 5_000, 'upgrade frees calls on both sidecars');
+    const ms = await eventually(
+      async () => {
+        const results = await Promise.allSettled([ask(viaA), ask(viaB)]);
+        return results.every((r) => r.status === 'fulfilled');
+      },
+      5_000,
+      'upgrade frees calls on both sidecars',
+    );
     expect(ms).toBeLessThan(5_000);
   });
 
   it('the per-key rate limit answers 429 rate_limited with RateLimit headers on every response', async () => {
-    const { key, upstream, daemons: [daemon] } = await startFleet({
-      account: 'rate-acct', plan: 'pro', sidecars: 1,
+    const {
+      key,
+      upstream,
+      daemons: [daemon],
+    } = await startFleet({
+      account: 'rate-acct',
+      plan: 'pro',
+      sidecars: 1,
       setup: (db) => db.query(`UPDATE plans SET rate_limit_per_minute = 3 WHERE name = 'pro'`),
     });
     const client = openaiVia(daemon!, key);
@@ -82,8 +110,16 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
   });
 
   it('RateLimit-* goes on every answer to an authenticated call; only admitted calls take a slot or count toward the quota', async () => {
-    const { db, key, upstream, daemons: [daemon] } = await startFleet({
-      account: 'edges', plan: 'pro', sidecars: 1, usage: { prompt: 1000, completion: 1000 },
+    const {
+      db,
+      key,
+      upstream,
+      daemons: [daemon],
+    } = await startFleet({
+      account: 'edges',
+      plan: 'pro',
+      sidecars: 1,
+      usage: { prompt: 1000, completion: 1000 },
       setup: async (db) => {
         await db.query(`UPDATE plans SET rate_limit_per_minute = 10, monthly_call_quota = 3 WHERE name = 'pro'`);
         await setBudget(db, 'edges', '0.00000001', true); // one call takes it past the budget
@@ -94,12 +130,20 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
     const post = (slug = 'openai', headers: Record<string, string> = {}) =>
       fetch(`${daemon!.url}/proxy/${slug}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'x-meter-key': key, authorization: 'Bearer sk-provider', 'content-type': 'application/json', ...headers },
+        headers: {
+          'x-meter-key': key,
+          authorization: 'Bearer sk-provider',
+          'content-type': 'application/json',
+          ...headers,
+        },
         body: JSON.stringify({ model: 'gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
       });
     const seen = async (res: Response) => ({
-      status: res.status, code: ((await res.json()) as { error?: { code?: string } }).error?.code,
-      limit: res.headers.get('ratelimit-limit'), remaining: res.headers.get('ratelimit-remaining'), reset: res.headers.get('ratelimit-reset'),
+      status: res.status,
+      code: ((await res.json()) as { error?: { code?: string } }).error?.code,
+      limit: res.headers.get('ratelimit-limit'),
+      remaining: res.headers.get('ratelimit-remaining'),
+      reset: res.headers.get('ratelimit-reset'),
     });
     const answers = [
       await seen(await post('nope')), // 404 unknown_provider

@@ -15,7 +15,11 @@ describe('rate limiter', () => {
   it('allows the limit per key per minute, then refuses until the next minute', () => {
     const rl = new RateLimiter();
     const seen = Array.from({ length: 3 }, () => rl.take('k1', 3, T0));
-    expect(seen.map((s) => [s.allowed, s.remaining])).toEqual([[true, 2], [true, 1], [true, 0]]);
+    expect(seen.map((s) => [s.allowed, s.remaining])).toEqual([
+      [true, 2],
+      [true, 1],
+      [true, 0],
+    ]);
     const refused = rl.take('k1', 3, T0 + 1_000);
     expect(refused).toEqual({ allowed: false, limit: 3, remaining: 0, resetSeconds: 29 });
     expect(rl.take('k2', 3, T0).allowed).toBe(true); // per key
@@ -37,12 +41,30 @@ describeEachBackend('plans against the store', (backend) => {
 
   it('loads the default plans', async () => {
     db = await backend.open();
-    [{ id: free }] = await db.query<{ id: string }>(`INSERT INTO accounts (name) VALUES ('f') RETURNING id`) as [{ id: string }];
-    [{ id: pro }] = await db.query<{ id: string }>(`INSERT INTO accounts (name, plan) VALUES ('p', 'pro') RETURNING id`) as [{ id: string }];
+    [{ id: free }] = (await db.query<{ id: string }>(`INSERT INTO accounts (name) VALUES ('f') RETURNING id`)) as [
+      { id: string },
+    ];
+    [{ id: pro }] = (await db.query<{ id: string }>(
+      `INSERT INTO accounts (name, plan) VALUES ('p', 'pro') RETURNING id`,
+    )) as [{ id: string }];
     const book = new PlanBook();
     await book.refresh(db);
-    expect(book.get('free')).toMatchObject({ monthlyCallQuota: 10000, maxActiveKeys: 2, rawRetentionDays: 7, rateLimitPerMinute: 60, analytics: ['summary', 'daily'], hardCap: false });
-    expect(book.get('pro')).toMatchObject({ monthlyCallQuota: null, maxActiveKeys: 25, rawRetentionDays: 90, rateLimitPerMinute: 3000, hardCap: true, rollupRetentionMonths: 13 });
+    expect(book.get('free')).toMatchObject({
+      monthlyCallQuota: 10000,
+      maxActiveKeys: 2,
+      rawRetentionDays: 7,
+      rateLimitPerMinute: 60,
+      analytics: ['summary', 'daily'],
+      hardCap: false,
+    });
+    expect(book.get('pro')).toMatchObject({
+      monthlyCallQuota: null,
+      maxActiveKeys: 25,
+      rawRetentionDays: 90,
+      rateLimitPerMinute: 3000,
+      hardCap: true,
+      rollupRetentionMonths: 13,
+    });
   }, 120_000); // opens the store: the embedded one starts slowly on a busy machine
 
   it('counts month-to-date calls fleet-wide plus local admissions, and refuses past the quota', async () => {
@@ -66,7 +88,9 @@ describeEachBackend('plans against the store', (backend) => {
 
   it('counts each call it admitted exactly once: locally until a re-read shows its event, then only there', async () => {
     await db.query(`UPDATE plans SET monthly_call_quota = 100 WHERE name = 'free'`);
-    const [{ id: own }] = await db.query<{ id: string }>(`INSERT INTO accounts (name) VALUES ('f2') RETURNING id`) as [{ id: string }];
+    const [{ id: own }] = (await db.query<{ id: string }>(
+      `INSERT INTO accounts (name) VALUES ('f2') RETURNING id`,
+    )) as [{ id: string }];
     const q = new QuotaTracker();
     await q.refresh(db);
     const base = q.used(own);
@@ -109,10 +133,15 @@ describeEachBackend('plans against the store', (backend) => {
     await book.refresh(db);
     const proWho = { ...who, keyId: 'bbbbbbbbbbbb', accountId: pro, plan: 'pro' };
     const t = Date.UTC(2026, 10, 21, 12, 0, 50);
-    expect(adm.admit(proWho, { now: t })).toMatchObject({ ok: true, headers: { 'ratelimit-remaining': '1', 'ratelimit-reset': '10' } });
+    expect(adm.admit(proWho, { now: t })).toMatchObject({
+      ok: true,
+      headers: { 'ratelimit-remaining': '1', 'ratelimit-reset': '10' },
+    });
     adm.admit(proWho, { now: t });
     expect(adm.admit(proWho, { now: t })).toMatchObject({
-      ok: false, code: 'rate_limited', headers: { 'retry-after': '10', 'ratelimit-remaining': '0' },
+      ok: false,
+      code: 'rate_limited',
+      headers: { 'retry-after': '10', 'ratelimit-remaining': '0' },
     });
   });
 });

@@ -28,20 +28,39 @@ describe.skipIf(!postgresUrl)('METER_PRICES_REMOTE in the daemon [postgres]', ()
 
   beforeAll(async () => {
     const providers = JSON.parse(JSON.stringify(await waitForUpdate())) as Provider[];
-    providers.find((p) => p.id === 'together')!.models.push({ id: MODEL, match: { equals: MODEL }, prices: { input_mtok: 0.7, output_mtok: 0.9 } });
+    providers
+      .find((p) => p.id === 'together')!
+      .models.push({ id: MODEL, match: { equals: MODEL }, prices: { input_mtok: 0.7, output_mtok: 0.9 } });
     const data = JSON.stringify(providers);
     const prices = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(data));
     await new Promise<void>((r) => prices.listen(0, '127.0.0.1', r));
-    atFileEnd(() => new Promise<void>((r) => { prices.closeAllConnections(); prices.close(() => r()); }));
+    atFileEnd(
+      () =>
+        new Promise<void>((r) => {
+          prices.closeAllConnections();
+          prices.close(() => r());
+        }),
+    );
 
     const together = await startFakeUpstream();
     together.respond((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({
-        id: 'o1', object: 'chat.completion', created: 1763980000, model: MODEL, service_tier: 'flex',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000, prompt_tokens_details: { audio_tokens: 10 } },
-      }));
+      res.end(
+        JSON.stringify({
+          id: 'o1',
+          object: 'chat.completion',
+          created: 1763980000,
+          model: MODEL,
+          service_tier: 'flex',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+          usage: {
+            prompt_tokens: 1000,
+            completion_tokens: 1000,
+            total_tokens: 2000,
+            prompt_tokens_details: { audio_tokens: 10 },
+          },
+        }),
+      );
     });
     atFileEnd(() => together.close());
     ({ daemon, setup } = await startShippedDaemon(await backend.config(), {
@@ -56,21 +75,33 @@ describe.skipIf(!postgresUrl)('METER_PRICES_REMOTE in the daemon [postgres]', ()
   it('prices a model only the fetched data knows, and names that table on the event', async () => {
     await expect.poll(() => activePriceTable().origin, { timeout: 10_000 }).toBe('downloaded');
     const res = await fetch(`${daemon.url}/proxy/together/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }),
     });
     expect(res.status).toBe(200);
     const id = res.headers.get('x-meter-request-id');
     await res.text();
-    await expect.poll(async () => {
-      await setup.writer.drain();
-      return (await daemon.store.query('SELECT 1 FROM usage_events WHERE event_id = $1', [id])).length;
-    }, { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(
+        async () => {
+          await setup.writer.drain();
+          return (await daemon.store.query('SELECT 1 FROM usage_events WHERE event_id = $1', [id])).length;
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(1);
     const [event] = await daemon.store.query(
-      'SELECT cost::text AS cost, unpriced, price_version, service_tier, units FROM usage_events WHERE event_id = $1', [id]);
+      'SELECT cost::text AS cost, unpriced, price_version, service_tier, units FROM usage_events WHERE event_id = $1',
+      [id],
+    );
     // 1000 × 0.7 + 1000 × 0.9 = 1600 µ$ (Together has no tier prices: flex is stored, not priced)
     expect(event).toEqual({
-      cost: '0.00160000', unpriced: false, price_version: activePriceTable().version, service_tier: 'flex', units: { input_audio_tokens: 10 },
+      cost: '0.00160000',
+      unpriced: false,
+      price_version: activePriceTable().version,
+      service_tier: 'flex',
+      units: { input_audio_tokens: 10 },
     });
     expect(activePriceTable().version).toMatch(/^genai-prices-data@/);
   });

@@ -1,5 +1,12 @@
 import { describe, it, expect } from 'vitest';
-import { divRoundHalfEven, formatDec, formatFixed, parseDecimal, discountRatio, pow10 } from '../../src/pricing/decimal.js';
+import {
+  divRoundHalfEven,
+  formatDec,
+  formatFixed,
+  parseDecimal,
+  discountRatio,
+  pow10,
+} from '../../src/pricing/decimal.js';
 
 describe('decimal', () => {
   it('parses decimal strings and numbers through their shortest text, never float arithmetic', () => {
@@ -16,7 +23,8 @@ describe('decimal', () => {
   });
 
   it('rejects what is not a non-negative decimal', () => {
-    for (const bad of ['', '-1', '1,5', 'abc', '1.', '+1', 'NaN', '0x10', '1e']) expect(parseDecimal(bad), bad).toBeNull();
+    for (const bad of ['', '-1', '1,5', 'abc', '1.', '+1', 'NaN', '0x10', '1e'])
+      expect(parseDecimal(bad), bad).toBeNull();
     for (const bad of [-0.5, Number.NaN, Infinity]) expect(parseDecimal(bad), String(bad)).toBeNull();
   });
 

@@ -62,8 +62,17 @@ describe.each([
   it('adds a fine-tuned model family by prefix', () => {
     // $0.30 in, $0.15 cached, $1.20 out: 1000 in (400 cached) + 100 out:
     // 600×0.3 + 400×0.15 + 100×1.2 = 180 + 60 + 120 = 360 → $0.00036
-    const r = cost('openai', 'ft:gpt-4o-mini-2024-07-18:acme::AbC123', usage({ inputTokens: 1000, cachedInputTokens: 400, outputTokens: 100 }));
-    expect(r).toMatchObject({ cost: '0.00036000', unpriced: false, source: 'override', matchedModel: 'ft:gpt-4o-mini-2024-07-18:acme::*' });
+    const r = cost(
+      'openai',
+      'ft:gpt-4o-mini-2024-07-18:acme::AbC123',
+      usage({ inputTokens: 1000, cachedInputTokens: 400, outputTokens: 100 }),
+    );
+    expect(r).toMatchObject({
+      cost: '0.00036000',
+      unpriced: false,
+      source: 'override',
+      matchedModel: 'ft:gpt-4o-mini-2024-07-18:acme::*',
+    });
   });
 
   it('wins over the catalogue', () => {
@@ -72,7 +81,10 @@ describe.each([
     const r = cost('openai', 'gpt-4o', usage({ inputTokens: 1000, cachedInputTokens: 500, outputTokens: 1000 }));
     expect(r).toMatchObject({ cost: '0.01000000', source: 'override', matchedModel: 'gpt-4o' });
     // Other OpenAI models keep the catalogue price: gpt-4o-mini 1000×0.15 = 150 → $0.00015
-    expect(cost('openai', 'gpt-4o-mini', usage({ inputTokens: 1000, outputTokens: 0 }))).toMatchObject({ cost: '0.00015000', source: 'catalogue' });
+    expect(cost('openai', 'gpt-4o-mini', usage({ inputTokens: 1000, outputTokens: 0 }))).toMatchObject({
+      cost: '0.00015000',
+      source: 'catalogue',
+    });
   });
 
   it('a provider discount applies to catalogue prices, rounded once after the discount', () => {
@@ -80,7 +92,9 @@ describe.each([
     const r = cost('anthropic', 'claude-sonnet-4-5', usage({ inputTokens: 1000, outputTokens: 1000 }));
     expect(r).toMatchObject({ cost: '0.01620000', source: 'catalogue' });
     // One token written to the 5m cache ($3.75): 3.75 × 0.9 = 3.375 → $0.000003375: tie, 7 is odd → 0.00000338
-    expect(cost('anthropic', 'claude-sonnet-4-5', usage({ inputTokens: 1, cacheWriteTokens: 1, outputTokens: 0 })).cost).toBe('0.00000338');
+    expect(
+      cost('anthropic', 'claude-sonnet-4-5', usage({ inputTokens: 1, cacheWriteTokens: 1, outputTokens: 0 })).cost,
+    ).toBe('0.00000338');
   });
 
   it('a model discount replaces the provider discount', () => {
@@ -91,11 +105,14 @@ describe.each([
 
   it('adds a model missing from the stale Together catalogue, and aliases another', () => {
     // deepseek-ai/DeepSeek-V3 at $1.25 both ways (not in the catalogue): 3000 × 1.25 = 3750 → $0.00375
-    expect(cost('together', 'deepseek-ai/deepseek-v3', usage({ inputTokens: 1000, outputTokens: 2000 })))
-      .toMatchObject({ cost: '0.00375000', source: 'override' });
+    expect(cost('together', 'deepseek-ai/deepseek-v3', usage({ inputTokens: 1000, outputTokens: 2000 }))).toMatchObject(
+      { cost: '0.00375000', source: 'override' },
+    );
     // my-llama = meta-llama/Llama-3.3-70B-Instruct-Turbo ($0.88 both ways): 3000 × 0.88 = 2640 → $0.00264
-    expect(cost('together', 'my-llama', usage({ inputTokens: 1000, outputTokens: 2000 })))
-      .toMatchObject({ cost: '0.00264000', matchedModel: 'meta-llama/Llama-3.3-70B-Instruct-Turbo' });
+    expect(cost('together', 'my-llama', usage({ inputTokens: 1000, outputTokens: 2000 }))).toMatchObject({
+      cost: '0.00264000',
+      matchedModel: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
+    });
   });
 
   it('names the overrides in the price version', () => {
@@ -106,7 +123,9 @@ describe.each([
 
 describe('rounding ties at the 9th decimal (half-even), from a prices file', () => {
   const pricer = new Pricer({
-    pricesFile: tempFile('ties.yaml', `
+    pricesFile: tempFile(
+      'ties.yaml',
+      `
 providers:
   openai:
     models:
@@ -114,7 +133,8 @@ providers:
       tie-sum: { input_mtok: "0.002", output_mtok: "0.003" }
       fine: { input_mtok: "0.1234567891234" }
       disc: { input_mtok: "3", discount_pct: "12.5" }
-`),
+`,
+    ),
   });
   const c = (model: string, inputTokens: number, outputTokens = 0) =>
     pricer.cost({ provider: 'openai', model, usage: usage({ inputTokens, outputTokens }), time: NOON }).cost;
@@ -158,22 +178,31 @@ providers:
 
 describe('tiers in a prices file', () => {
   const pricer = new Pricer({
-    pricesFile: tempFile('tiers.json', JSON.stringify({
-      providers: {
-        anthropic: {
-          models: {
-            'my-claude': {
-              input_mtok: '3', cache_read_mtok: '0.3', output_mtok: '15',
-              tiers: [{ above_input_tokens: 1000, input_mtok: '6', output_mtok: '22.5' }],
+    pricesFile: tempFile(
+      'tiers.json',
+      JSON.stringify({
+        providers: {
+          anthropic: {
+            models: {
+              'my-claude': {
+                input_mtok: '3',
+                cache_read_mtok: '0.3',
+                output_mtok: '15',
+                tiers: [{ above_input_tokens: 1000, input_mtok: '6', output_mtok: '22.5' }],
+              },
             },
           },
         },
-      },
-    })),
+      }),
+    ),
   });
-  const c = (inputTokens: number) => pricer.cost({
-    provider: 'anthropic', model: 'my-claude', usage: usage({ inputTokens, cachedInputTokens: 100, outputTokens: 10 }), time: NOON,
-  }).cost;
+  const c = (inputTokens: number) =>
+    pricer.cost({
+      provider: 'anthropic',
+      model: 'my-claude',
+      usage: usage({ inputTokens, cachedInputTokens: 100, outputTokens: 10 }),
+      time: NOON,
+    }).cost;
 
   it('re-prices the whole request above the threshold; classes a tier omits keep their price', () => {
     // 1000 input (100 cached): 900×3 + 100×0.3 + 10×15 = 2700 + 30 + 150 = 2880 → $0.00288
@@ -196,23 +225,37 @@ describe('price version', () => {
   });
 
   it('cost results carry it', () => {
-    const p = new Pricer({ pricesFile: tempFile('v-c.json', '{"providers":{"groq":{"models":{"x":{"output_mtok":1}}}}}') });
+    const p = new Pricer({
+      pricesFile: tempFile('v-c.json', '{"providers":{"groq":{"models":{"x":{"output_mtok":1}}}}}'),
+    });
     const r = p.cost({ provider: 'groq', model: 'x', usage: usage({ inputTokens: 10, outputTokens: 10 }), time: NOON });
     expect(r.priceVersion).toBe(p.priceVersion);
     // No input price given: input tokens cost nothing; 10 × 1 = 10 → $0.00001
     expect(r.cost).toBe('0.00001000');
     // Unpriced results carry it too
-    expect(p.cost({ provider: 'groq', model: 'y', usage: usage({ inputTokens: 1, outputTokens: 1 }), time: NOON }).priceVersion).toBe(p.priceVersion);
+    expect(
+      p.cost({ provider: 'groq', model: 'y', usage: usage({ inputTokens: 1, outputTokens: 1 }), time: NOON })
+        .priceVersion,
+    ).toBe(p.priceVersion);
   });
 });
 
 describe('Pricer.fromEnv', () => {
   it('reads METER_PRICES_FILE', () => {
-    const file = tempFile('env.yaml', 'providers:\n  cohere:\n    models:\n      my-command: { input_mtok: "1", output_mtok: "2" }\n');
+    const file = tempFile(
+      'env.yaml',
+      'providers:\n  cohere:\n    models:\n      my-command: { input_mtok: "1", output_mtok: "2" }\n',
+    );
     const p = Pricer.fromEnv({ METER_PRICES_FILE: file });
     // 1000×1 + 1000×2 = 3000 → $0.003
-    expect(p.cost({ provider: 'cohere', model: 'my-command', usage: usage({ inputTokens: 1000, outputTokens: 1000 }), time: NOON }).cost)
-      .toBe('0.00300000');
+    expect(
+      p.cost({
+        provider: 'cohere',
+        model: 'my-command',
+        usage: usage({ inputTokens: 1000, outputTokens: 1000 }),
+        time: NOON,
+      }).cost,
+    ).toBe('0.00300000');
     expect(Pricer.fromEnv({}).priceVersion).toBe('genai-prices@0.1.8');
     expect(Pricer.fromEnv({ METER_PRICES_FILE: '' }).priceVersion).toBe('genai-prices@0.1.8');
   });

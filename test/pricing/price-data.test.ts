@@ -25,7 +25,11 @@ const routes = new Map<string, string | 'hang'>();
 function newerData(providers: Provider[]): string {
   const copy = JSON.parse(JSON.stringify(providers)) as Provider[];
   const together = copy.find((p) => p.id === 'together')!;
-  together.models.push({ id: 'acme/brand-new-70b', match: { equals: 'acme/brand-new-70b' }, prices: { input_mtok: 0.7, output_mtok: 0.9 } });
+  together.models.push({
+    id: 'acme/brand-new-70b',
+    match: { equals: 'acme/brand-new-70b' },
+    prices: { input_mtok: 0.7, output_mtok: 0.9 },
+  });
   return JSON.stringify(copy);
 }
 
@@ -48,7 +52,13 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  atFileEnd(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+  atFileEnd(
+    () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
 });
 
 afterEach(() => activateBundled());
@@ -62,7 +72,13 @@ function logger() {
   return { lines, logger: { info: log('info'), warn: log('warn') } };
 }
 
-const brandNew = (p: Pricer) => p.cost({ provider: 'together', model: 'acme/brand-new-70b', usage: usage({ inputTokens: 1000, outputTokens: 1000 }), time: AT });
+const brandNew = (p: Pricer) =>
+  p.cost({
+    provider: 'together',
+    model: 'acme/brand-new-70b',
+    usage: usage({ inputTokens: 1000, outputTokens: 1000 }),
+    time: AT,
+  });
 
 describe('price data refresh (METER_PRICES_REMOTE)', () => {
   it('fetches at start, validates, saves the copy and prices with it; price_version names the table', async () => {
@@ -81,7 +97,9 @@ describe('price data refresh (METER_PRICES_REMOTE)', () => {
     expect(activePriceTable()).toMatchObject({ origin: 'downloaded', source: `${base}/good.json` });
     // The same Pricer follows the new table: 1000 × 0.7 + 1000 × 0.9 = 1600 µ$.
     expect(brandNew(pricer)).toMatchObject({ cost: '0.00160000', unpriced: false, priceVersion: version });
-    expect(lines.find((l) => l.level === 'info' && l.msg.includes('updated'))?.fields).toMatchObject({ priceVersion: version });
+    expect(lines.find((l) => l.level === 'info' && l.msg.includes('updated'))?.fields).toMatchObject({
+      priceVersion: version,
+    });
 
     // A new process with the remote unreachable starts on the saved copy, and says why it kept it.
     await activateBundled();
@@ -92,7 +110,9 @@ describe('price data refresh (METER_PRICES_REMOTE)', () => {
     await r2.settled();
     r2.stop();
     expect(activePriceTable().version).toBe(version);
-    expect(again.lines.find((l) => l.level === 'warn')?.msg).toMatch(/HTTP 404; keeping the last good copy \(genai-prices-data@/);
+    expect(again.lines.find((l) => l.level === 'warn')?.msg).toMatch(
+      /HTTP 404; keeping the last good copy \(genai-prices-data@/,
+    );
   });
 
   it.each([
@@ -116,12 +136,19 @@ describe('price data refresh (METER_PRICES_REMOTE)', () => {
   it('gives up on a server that does not answer within the timeout', async () => {
     const { lines, logger: log } = logger();
     const t = Date.now();
-    const r = new PriceRefresher({ dataDir: tempDir(), remoteUrl: `${base}/slow.json`, logger: log, fetch: { timeoutMs: 300 } });
+    const r = new PriceRefresher({
+      dataDir: tempDir(),
+      remoteUrl: `${base}/slow.json`,
+      logger: log,
+      fetch: { timeoutMs: 300 },
+    });
     r.start();
     await r.settled();
     r.stop();
     expect(Date.now() - t).toBeLessThan(5_000);
-    expect(lines.find((l) => l.level === 'warn')?.msg).toMatch(/cannot fetch it \(timed out\); keeping the bundled catalogue/);
+    expect(lines.find((l) => l.level === 'warn')?.msg).toMatch(
+      /cannot fetch it \(timed out\); keeping the bundled catalogue/,
+    );
     expect(activePriceTable().origin).toBe('bundled');
   });
 
@@ -136,7 +163,12 @@ describe('price data refresh (METER_PRICES_REMOTE)', () => {
     await expect.poll(() => activePriceTable().origin, { timeout: 3_000 }).toBe('downloaded');
     const { writeFileSync } = await import('node:fs');
     writeFileSync(priceDataFile(dataDir), '{"truncated":');
-    await expect.poll(() => lines.some((l) => l.level === 'warn' && l.msg.includes('saved copy in METER_DATA_DIR cannot be used')), { timeout: 3_000 }).toBe(true);
+    await expect
+      .poll(
+        () => lines.some((l) => l.level === 'warn' && l.msg.includes('saved copy in METER_DATA_DIR cannot be used')),
+        { timeout: 3_000 },
+      )
+      .toBe(true);
     r.stop();
     expect(bundledJson.length).toBeGreaterThan(100_000);
   });

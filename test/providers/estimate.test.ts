@@ -8,7 +8,9 @@ import { FIXTURES, runStream, type Expected } from './helpers.js';
 describe('tokenizer estimate', () => {
   it('gives non-zero input and output for an OpenAI stream that carried no usage', () => {
     const bytes = readFileSync(new URL('openai/chat-stream-no-usage.sse', FIXTURES));
-    const exp = JSON.parse(readFileSync(new URL('openai/chat-stream-no-usage.expected.json', FIXTURES), 'utf8')) as Expected;
+    const exp = JSON.parse(
+      readFileSync(new URL('openai/chat-stream-no-usage.expected.json', FIXTURES), 'utf8'),
+    ) as Expected;
     const { acc } = runStream(providers.openai, exp.request, 'sse', [bytes]);
     expect(acc.result().usage).toBeUndefined();
     const u = estimateUsage(exp.request, acc);
@@ -23,7 +25,10 @@ describe('tokenizer estimate', () => {
     const shapes: unknown[] = [
       { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'hello there' }] }] },
       { model: 'm', system: 'be brief', messages: [{ role: 'user', content: 'hello there' }] },
-      { contents: [{ role: 'user', parts: [{ text: 'hello there' }] }], systemInstruction: { parts: [{ text: 'be brief' }] } },
+      {
+        contents: [{ role: 'user', parts: [{ text: 'hello there' }] }],
+        systemInstruction: { parts: [{ text: 'be brief' }] },
+      },
       { model: 'command-r', message: 'hello there', preamble: 'be brief' },
       { model: 'o4-mini', input: 'hello there', instructions: 'be brief' },
       { model: 'text-embedding-3-small', input: ['hello there', 'general kenobi'] },
@@ -33,9 +38,18 @@ describe('tokenizer estimate', () => {
   });
 
   it('counts token-id input directly and skips binary payloads', () => {
-    expect(estimateInputTokens({ input: [[1, 2, 3], [4, 5]] })).toBe(5);
+    expect(
+      estimateInputTokens({
+        input: [
+          [1, 2, 3],
+          [4, 5],
+        ],
+      }),
+    ).toBe(5);
     const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'A'.repeat(100000) } };
-    const withImage = estimateInputTokens({ messages: [{ role: 'user', content: [image, { type: 'text', text: 'hi' }] }] });
+    const withImage = estimateInputTokens({
+      messages: [{ role: 'user', content: [image, { type: 'text', text: 'hi' }] }],
+    });
     expect(withImage).toBeLessThan(20);
     const uri = { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(100000)}` } };
     expect(estimateInputTokens({ messages: [{ role: 'user', content: [uri] }] })).toBeLessThan(20);

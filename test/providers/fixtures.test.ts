@@ -8,9 +8,18 @@ describe('fixtures', () => {
   it('cover every provider with a non-streaming body, a stream and an error body', () => {
     for (const slug of PROVIDER_SLUGS) {
       const mine = fixtures.filter((f) => f.slug === slug);
-      expect(mine.some((f) => f.kind === 'json' && f.expected.usage), slug).toBe(true);
-      expect(mine.some((f) => f.kind !== 'json'), slug).toBe(true);
-      expect(mine.some((f) => f.kind === 'json' && f.expected.error), slug).toBe(true);
+      expect(
+        mine.some((f) => f.kind === 'json' && f.expected.usage),
+        slug,
+      ).toBe(true);
+      expect(
+        mine.some((f) => f.kind !== 'json'),
+        slug,
+      ).toBe(true);
+      expect(
+        mine.some((f) => f.kind === 'json' && f.expected.error),
+        slug,
+      ).toBe(true);
     }
   });
 });

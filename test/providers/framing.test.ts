@@ -30,7 +30,10 @@ describe('SSE framing', () => {
     const { events } = frame('sse', [
       ': keep-alive\n\nevent: a\nid: 7\nretry: 10\ndata: one\ndata:two\ndata:  three\n\ndata\n\n',
     ]);
-    expect(events).toEqual([['one\ntwo\n three', 'a'], ['', undefined]]);
+    expect(events).toEqual([
+      ['one\ntwo\n three', 'a'],
+      ['', undefined],
+    ]);
   });
 
   it('does not mistake a CRLF split across reads for two line ends', () => {
@@ -39,7 +42,10 @@ describe('SSE framing', () => {
   });
 
   it('takes a lone CR as a line end', () => {
-    expect(frame('sse', ['data: a\rdata: b\r\rdata: c\r\r']).events).toEqual([['a\nb', undefined], ['c', undefined]]);
+    expect(frame('sse', ['data: a\rdata: b\r\rdata: c\r\r']).events).toEqual([
+      ['a\nb', undefined],
+      ['c', undefined],
+    ]);
   });
 
   it('decodes a multi-byte character split across reads at every byte', () => {
@@ -58,14 +64,27 @@ describe('SSE framing', () => {
   });
 
   it('flushes a last event that has no trailing blank line', () => {
-    expect(frame('sse', ['data: a\n\ndata: b']).events).toEqual([['a', undefined], ['b', undefined]]);
-    expect(frame('sse', ['data: a\n\nevent: e\ndata: b\n']).events).toEqual([['a', undefined], ['b', 'e']]);
+    expect(frame('sse', ['data: a\n\ndata: b']).events).toEqual([
+      ['a', undefined],
+      ['b', undefined],
+    ]);
+    expect(frame('sse', ['data: a\n\nevent: e\ndata: b\n']).events).toEqual([
+      ['a', undefined],
+      ['b', 'e'],
+    ]);
   });
 
   it('drops an event larger than the limit, counts it, and keeps the next ones', () => {
     const big = `data: ${'x'.repeat(5000)}\n`;
-    const { events, framer } = frame('sse', ['data: small\n\n', `event: huge\n${big}${big}\n`, 'data: after\n\n'], 1024);
-    expect(events).toEqual([['small', undefined], ['after', undefined]]);
+    const { events, framer } = frame(
+      'sse',
+      ['data: small\n\n', `event: huge\n${big}${big}\n`, 'data: after\n\n'],
+      1024,
+    );
+    expect(events).toEqual([
+      ['small', undefined],
+      ['after', undefined],
+    ]);
     expect(framer.dropped).toBe(1);
   });
 
@@ -82,7 +101,8 @@ describe('SSE framing', () => {
     const read = Buffer.alloc(16 * 1024, 0x61);
     framer.push(Buffer.from('data: '));
     let maxPending = 0;
-    for (let i = 0; i < 4096; i++) { // 64 MiB in one line
+    for (let i = 0; i < 4096; i++) {
+      // 64 MiB in one line
       framer.push(read);
       maxPending = Math.max(maxPending, (framer as unknown as { pendingLen: number }).pendingLen);
     }
@@ -97,12 +117,19 @@ describe('SSE framing', () => {
 describe('NDJSON framing', () => {
   it('gives one event per line, skipping blank lines, trimming CR and spaces', () => {
     const { events } = frame('ndjson', ['{"a":1}\r\n\n  {"b":2}  \n{"c":', '3}']);
-    expect(events).toEqual([['{"a":1}', undefined], ['{"b":2}', undefined], ['{"c":3}', undefined]]);
+    expect(events).toEqual([
+      ['{"a":1}', undefined],
+      ['{"b":2}', undefined],
+      ['{"c":3}', undefined],
+    ]);
   });
 
   it('drops a line larger than the limit and resumes at the next line', () => {
     const { events, framer } = frame('ndjson', ['{"a":1}\n{"big":"', 'z'.repeat(3000), '"}\n{"b":2}\n'], 1024);
-    expect(events).toEqual([['{"a":1}', undefined], ['{"b":2}', undefined]]);
+    expect(events).toEqual([
+      ['{"a":1}', undefined],
+      ['{"b":2}', undefined],
+    ]);
     expect(framer.dropped).toBe(1);
   });
 });

@@ -68,7 +68,10 @@ export function expectedOf(e: Expected): Omit<Expected, 'why' | 'request' | 'tex
 
 /** Feeds the stream in the given reads; returns the accumulator and the framer. */
 export function runStream(
-  provider: Provider, req: RequestInfo, format: StreamFormat, reads: Uint8Array[],
+  provider: Provider,
+  req: RequestInfo,
+  format: StreamFormat,
+  reads: Uint8Array[],
 ): { acc: StreamAccumulator; framer: StreamFramer } {
   const acc = provider.streamAccumulator(req);
   const framer = new StreamFramer(format, acc);

@@ -33,15 +33,20 @@ describe('registry', () => {
   });
 
   it('knows no other slug, prototype names included', () => {
-    for (const s of ['bedrock', '', 'constructor', '__proto__', 'toString', 'OpenAI']) expect(getProvider(s)).toBeUndefined();
+    for (const s of ['bedrock', '', 'constructor', '__proto__', 'toString', 'OpenAI'])
+      expect(getProvider(s)).toBeUndefined();
   });
 
   it('reads the requested model from the body, or from the path for Gemini', () => {
     expect(providers.openai.requestModel({ path: 'v1/chat/completions', body: { model: 'gpt-4o' } })).toBe('gpt-4o');
     expect(providers.openai.requestModel({ path: 'v1/chat/completions', body: undefined })).toBeUndefined();
     const g = providers.gemini;
-    expect(g.requestModel({ path: 'v1beta/models/gemini-2.5-pro:streamGenerateContent', body: {} })).toBe('gemini-2.5-pro');
-    expect(g.requestModel({ path: 'models/gemini-2.0-flash:generateContent', body: undefined })).toBe('gemini-2.0-flash');
+    expect(g.requestModel({ path: 'v1beta/models/gemini-2.5-pro:streamGenerateContent', body: {} })).toBe(
+      'gemini-2.5-pro',
+    );
+    expect(g.requestModel({ path: 'models/gemini-2.0-flash:generateContent', body: undefined })).toBe(
+      'gemini-2.0-flash',
+    );
     expect(g.requestModel({ path: 'v1beta/tunedModels/my-tune-1:generateContent', body: undefined })).toBe('my-tune-1');
     expect(g.requestModel({ path: 'v1beta/files', body: undefined })).toBeUndefined();
   });
@@ -49,32 +54,44 @@ describe('registry', () => {
 
 describe('stream details', () => {
   it('flags an OpenAI-compatible error chunk and keeps any usage', () => {
-    const r = sse(providers.openai, { path: 'v1/chat/completions', body: { model: 'gpt-4o' } },
-      'data: {"choices":[{"delta":{"content":"Hi"}}],"model":"gpt-4o-2024-08-06"}\n\n'
-      + 'data: {"error":{"message":"The server had an error","type":"server_error"}}\n\n');
+    const r = sse(
+      providers.openai,
+      { path: 'v1/chat/completions', body: { model: 'gpt-4o' } },
+      'data: {"choices":[{"delta":{"content":"Hi"}}],"model":"gpt-4o-2024-08-06"}\n\n' +
+        'data: {"error":{"message":"The server had an error","type":"server_error"}}\n\n',
+    );
     expect(r).toEqual({ model: 'gpt-4o-2024-08-06', error: true });
   });
 
   it('flags a responses stream that ends in response.failed, with its usage', () => {
-    const r = sse(providers.openai, { path: 'v1/responses', body: { model: 'gpt-4.1' } },
-      'event: response.failed\ndata: {"type":"response.failed","response":{"model":"gpt-4.1-2025-04-14","status":"failed",'
-      + '"error":{"code":"server_error","message":"x"},"usage":{"input_tokens":5,"output_tokens":2}}}\n\n');
+    const r = sse(
+      providers.openai,
+      { path: 'v1/responses', body: { model: 'gpt-4.1' } },
+      'event: response.failed\ndata: {"type":"response.failed","response":{"model":"gpt-4.1-2025-04-14","status":"failed",' +
+        '"error":{"code":"server_error","message":"x"},"usage":{"input_tokens":5,"output_tokens":2}}}\n\n',
+    );
     expect(r.error).toBe(true);
     expect(r.usage?.inputTokens).toBe(5);
     expect(r.model).toBe('gpt-4.1-2025-04-14');
   });
 
   it('does not let Groq cache statistics replace a real usage', () => {
-    const r = sse(providers.groq, { path: 'openai/v1/chat/completions', body: { model: 'llama' } },
-      'data: {"model":"llama","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2}}\n\n'
-      + 'data: {"model":"llama","choices":[],"x_groq":{"id":"req_1","usage":{"dram_cached_tokens":0,"sram_cached_tokens":0}}}\n\n');
+    const r = sse(
+      providers.groq,
+      { path: 'openai/v1/chat/completions', body: { model: 'llama' } },
+      'data: {"model":"llama","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2}}\n\n' +
+        'data: {"model":"llama","choices":[],"x_groq":{"id":"req_1","usage":{"dram_cached_tokens":0,"sram_cached_tokens":0}}}\n\n',
+    );
     expect(r.usage).toMatchObject({ inputTokens: 4, outputTokens: 2 });
   });
 
   it('marks an Anthropic stream cut after message_start as incomplete', () => {
-    const r = sse(providers.anthropic, { path: 'v1/messages', body: { model: 'claude-x' } },
-      'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-x-1","usage":{"input_tokens":9,"output_tokens":1}}}\n\n'
-      + 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n');
+    const r = sse(
+      providers.anthropic,
+      { path: 'v1/messages', body: { model: 'claude-x' } },
+      'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-x-1","usage":{"input_tokens":9,"output_tokens":1}}}\n\n' +
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n',
+    );
     expect(r).toMatchObject({ model: 'claude-x-1', incomplete: true, usage: { inputTokens: 9, outputTokens: 1 } });
   });
 
@@ -88,11 +105,17 @@ describe('stream details', () => {
   });
 
   it('flags a Gemini error chunk and a Cohere v2 message-end error', () => {
-    const g = sse(providers.gemini, { path: 'v1beta/models/gemini-2.5-flash:streamGenerateContent', body: {} },
-      'data: {"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}\r\n\r\n');
+    const g = sse(
+      providers.gemini,
+      { path: 'v1beta/models/gemini-2.5-flash:streamGenerateContent', body: {} },
+      'data: {"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}\r\n\r\n',
+    );
     expect(g).toEqual({ model: 'gemini-2.5-flash', error: true });
-    const c = sse(providers.cohere, { path: 'v2/chat', body: { model: 'command-a' } },
-      'event: message-end\ndata: {"type":"message-end","delta":{"error":"internal","finish_reason":"ERROR"}}\n\n');
+    const c = sse(
+      providers.cohere,
+      { path: 'v2/chat', body: { model: 'command-a' } },
+      'event: message-end\ndata: {"type":"message-end","delta":{"error":"internal","finish_reason":"ERROR"}}\n\n',
+    );
     expect(c).toEqual({ model: 'command-a', error: true });
   });
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { eachStringField, firstStringField, hasObjectField, objectStrings, TextCollector, topLevelStringField } from '../../src/providers/scan.js';
+import {
+  eachStringField,
+  firstStringField,
+  hasObjectField,
+  objectStrings,
+  TextCollector,
+  topLevelStringField,
+} from '../../src/providers/scan.js';
 
 describe('JSON scanning without parsing', () => {
   it('tells a usage object from usage null, with or without spaces', () => {
@@ -57,7 +64,10 @@ describe('objectStrings', () => {
     const data = JSON.stringify({
       choices: [
         { index: 0, delta: { role: 'assistant', content: 'A' }, finish_reason: null },
-        { index: 1, delta: { tool_calls: [{ index: 0, id: 'call_1', function: { name: 'get', arguments: '{"q":"x"}' } }] } },
+        {
+          index: 1,
+          delta: { tool_calls: [{ index: 0, id: 'call_1', function: { name: 'get', arguments: '{"q":"x"}' } }] },
+        },
         { index: 2, delta: { reasoning_content: 'R', content: null } },
       ],
       content: 'outside the delta',
@@ -76,9 +86,13 @@ describe('objectStrings', () => {
 
   it('finds a top-level key in a text cut short, never a nested or quoted one', () => {
     expect(topLevelStringField('{"model":"gpt-4o","messages":[{"content":"x', 'model')).toBe('gpt-4o');
-    expect(topLevelStringField(' {"messages":[{"model":"a"}],"tools":{"model":"b"}, "model" : "c\\"d"}', 'model')).toBe('c"d');
+    expect(topLevelStringField(' {"messages":[{"model":"a"}],"tools":{"model":"b"}, "model" : "c\\"d"}', 'model')).toBe(
+      'c"d',
+    );
     expect(topLevelStringField('{"messages":[{"content":"\\"model\\":\\"no\\""}],"model":"yes"', 'model')).toBe('yes');
-    expect(topLevelStringField('{"tools":[{"input_schema":{"model":"nested"}}],"messages":[{"content":"cut', 'model')).toBeUndefined();
+    expect(
+      topLevelStringField('{"tools":[{"input_schema":{"model":"nested"}}],"messages":[{"content":"cut', 'model'),
+    ).toBeUndefined();
     expect(topLevelStringField('{"model":42}', 'model')).toBeUndefined();
     expect(topLevelStringField('[{"model":"in an array"}]', 'model')).toBeUndefined();
   });

@@ -10,8 +10,19 @@ class TwoCallsPerKey implements Admitter {
   admit(p: Principal): Admission {
     const n = (this.used.get(p.keyId) ?? 0) + 1;
     this.used.set(p.keyId, n);
-    const headers = { 'ratelimit-limit': '2', 'ratelimit-remaining': String(Math.max(0, 2 - n)), 'ratelimit-reset': '60' };
-    if (n > 2) return { ok: false, status: 429, code: 'rate_limited', message: 'two calls only', headers: { ...headers, 'retry-after': '60' } };
+    const headers = {
+      'ratelimit-limit': '2',
+      'ratelimit-remaining': String(Math.max(0, 2 - n)),
+      'ratelimit-reset': '60',
+    };
+    if (n > 2)
+      return {
+        ok: false,
+        status: 429,
+        code: 'rate_limited',
+        message: 'two calls only',
+        headers: { ...headers, 'retry-after': '60' },
+      };
     return { ok: true, headers };
   }
 }

@@ -47,13 +47,20 @@ describeEachBackend('batch results downloaded through the daemon with the offici
       // follows that absolute URL, past the proxy; here it names the proxy, as a client that
       // rewrites results_url (or fetches the path itself) would reach it.
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({
-        id: BATCH_ID, type: 'message_batch', processing_status: 'ended',
-        request_counts: { processing: 0, succeeded: 3, errored: 1, canceled: 1, expired: 1 },
-        ended_at: '2026-11-24T10:00:00Z', created_at: '2026-11-24T09:00:00Z', expires_at: '2026-11-25T09:00:00Z',
-        archived_at: null, cancel_initiated_at: null,
-        results_url: `${daemon.url}/proxy/anthropic/v1/messages/batches/${BATCH_ID}/results`,
-      }));
+      res.end(
+        JSON.stringify({
+          id: BATCH_ID,
+          type: 'message_batch',
+          processing_status: 'ended',
+          request_counts: { processing: 0, succeeded: 3, errored: 1, canceled: 1, expired: 1 },
+          ended_at: '2026-11-24T10:00:00Z',
+          created_at: '2026-11-24T09:00:00Z',
+          expires_at: '2026-11-25T09:00:00Z',
+          archived_at: null,
+          cancel_initiated_at: null,
+          results_url: `${daemon.url}/proxy/anthropic/v1/messages/batches/${BATCH_ID}/results`,
+        }),
+      );
     });
     const openaiUpstream = await startFakeUpstream();
     openaiUpstream.respond((_req, res) => {
@@ -61,7 +68,8 @@ describeEachBackend('batch results downloaded through the daemon with the offici
       res.end(OPENAI_OUTPUT);
     });
     ({ daemon, setup } = await startShippedDaemon(await backend.config(), {
-      METER_UPSTREAM_ANTHROPIC: `${anthropicUpstream.origin}/v1`, METER_UPSTREAM_OPENAI: `${openaiUpstream.origin}/v1`,
+      METER_UPSTREAM_ANTHROPIC: `${anthropicUpstream.origin}/v1`,
+      METER_UPSTREAM_OPENAI: `${openaiUpstream.origin}/v1`,
     }));
     await createAccount(daemon.store, 'batches', 'pro');
     key = (await createKey(daemon.store, 'batches', 'e2e')).key;
@@ -75,9 +83,17 @@ describeEachBackend('batch results downloaded through the daemon with the offici
     const deadline = Date.now() + 5_000;
     for (;;) {
       await setup.writer.drain();
-      const rows = await daemon.store.query<{ model: string; cost: string; usage_source: string; input: number; tags: unknown }>(
+      const rows = await daemon.store.query<{
+        model: string;
+        cost: string;
+        usage_source: string;
+        input: number;
+        tags: unknown;
+      }>(
         `SELECT model, cost::text AS cost, usage_source, input_tokens::int AS input, tags FROM usage_events
-          WHERE provider = $1 AND service_tier = 'batch' ORDER BY time, event_id`, [provider]);
+          WHERE provider = $1 AND service_tier = 'batch' ORDER BY time, event_id`,
+        [provider],
+      );
       if (rows.length >= n || Date.now() > deadline) return rows;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -85,18 +101,30 @@ describeEachBackend('batch results downloaded through the daemon with the offici
   async function spend(provider: string) {
     return daemon.store.query<{ model: string; spend: string; requests: number }>(
       `SELECT model, sum(spend)::text AS spend, sum(requests)::int AS requests FROM usage_daily
-        WHERE provider = $1 AND model <> 'unknown' GROUP BY model ORDER BY model`, [provider]); // a run may span midnight
+        WHERE provider = $1 AND model <> 'unknown' GROUP BY model ORDER BY model`,
+      [provider],
+    ); // a run may span midnight
   }
 
   it('Anthropic: client.messages.batches.results() twice, one charge per model', async () => {
     const client = new Anthropic({
-      apiKey: PROVIDER_KEY, baseURL: `${daemon.url}/proxy/anthropic`, maxRetries: 0,
+      apiKey: PROVIDER_KEY,
+      baseURL: `${daemon.url}/proxy/anthropic`,
+      maxRetries: 0,
       defaultHeaders: { 'X-Meter-Key': key, 'X-Metering-Tags': 'team=research' },
     });
     for (let i = 0; i < 2; i++) {
       const seen: string[] = [];
-      for await (const line of await client.messages.batches.results(BATCH_ID)) seen.push(`${line.custom_id}:${line.result.type}`);
-      expect(seen).toEqual(['req-1:succeeded', 'req-2:errored', 'req-3:succeeded', 'req-4:canceled', 'req-5:expired', 'req-6:succeeded']);
+      for await (const line of await client.messages.batches.results(BATCH_ID))
+        seen.push(`${line.custom_id}:${line.result.type}`);
+      expect(seen).toEqual([
+        'req-1:succeeded',
+        'req-2:errored',
+        'req-3:succeeded',
+        'req-4:canceled',
+        'req-5:expired',
+        'req-6:succeeded',
+      ]);
     }
     expect(anthropicUpstream.requests.filter((r) => r.url.endsWith('/results'))).toHaveLength(2);
     const charged = { usage_source: 'provider', tags: { team: 'research' } };
@@ -115,12 +143,19 @@ describeEachBackend('batch results downloaded through the daemon with the offici
   }, 30_000);
 
   it('OpenAI: client.files.content() of a batch output file twice, one charge per model', async () => {
-    const client = new OpenAI({ apiKey: PROVIDER_KEY, baseURL: `${daemon.url}/proxy/openai`, maxRetries: 0, defaultHeaders: { 'X-Meter-Key': key } });
+    const client = new OpenAI({
+      apiKey: PROVIDER_KEY,
+      baseURL: `${daemon.url}/proxy/openai`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Meter-Key': key },
+    });
     for (let i = 0; i < 2; i++) {
       const res = await client.files.content(FILE_ID);
       expect(Buffer.from(await res.arrayBuffer()).equals(OPENAI_OUTPUT)).toBe(true);
     }
-    expect((await batchEvents('openai', 4)).map(({ model, cost, usage_source }) => [model, cost, usage_source])).toEqual([
+    expect(
+      (await batchEvents('openai', 4)).map(({ model, cost, usage_source }) => [model, cost, usage_source]),
+    ).toEqual([
       ['gpt-4o-mini-2024-07-18', '0.00012000', 'provider'],
       ['gpt-4.1-mini-2025-04-14', '0.00048640', 'provider'],
       ['gpt-4o-mini-2024-07-18', '0.00000000', 'none'],

@@ -27,14 +27,24 @@ beforeAll(async () => {
   const unanswered = await startUnansweredListener();
   closeUnanswered = unanswered.close;
   proxy = await startProxyDaemon({
-    upstreams: { openai: `${fake.origin}/v1`, groq: `${closed}/openai/v1`, anthropic: `${closed}/v1`, mistral: `${unanswered.origin}/v1` },
+    upstreams: {
+      openai: `${fake.origin}/v1`,
+      groq: `${closed}/openai/v1`,
+      anthropic: `${closed}/v1`,
+      mistral: `${unanswered.origin}/v1`,
+    },
     env: { METER_IDLE_TIMEOUT_MS: '1000', METER_CONNECT_TIMEOUT_MS: '300' },
     metering,
   });
 });
 
 const post = (slug: string, path = 'chat/completions', init: RequestInit = {}) =>
-  fetch(`${proxy.url}/proxy/${slug}/${path}`, { method: 'POST', headers: { authorization: `Bearer ${proxy.key}` }, body: '{}', ...init });
+  fetch(`${proxy.url}/proxy/${slug}/${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${proxy.key}` },
+    body: '{}',
+    ...init,
+  });
 
 describe('upstream failures', () => {
   it('an unreachable provider is 502 upstream_unreachable, metered as a failed call', async () => {
@@ -90,9 +100,15 @@ describe('upstream failures', () => {
     const upstreamRequest = fake.nextRequest();
     // node:http without an agent: the only connection is this call's, and leaving closes it.
     const { req, res } = await new Promise<{ req: ClientRequest; res: IncomingMessage }>((resolve, reject) => {
-      const r = request(`${proxy.url}/proxy/openai/chat/completions`, {
-        method: 'POST', agent: false, headers: { authorization: `Bearer ${proxy.key}`, 'content-length': 2 },
-      }, (response) => response.once('data', () => resolve({ req: r, res: response })));
+      const r = request(
+        `${proxy.url}/proxy/openai/chat/completions`,
+        {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${proxy.key}`, 'content-length': 2 },
+        },
+        (response) => response.once('data', () => resolve({ req: r, res: response })),
+      );
       r.on('error', reject);
       r.end('{}');
     });
@@ -105,7 +121,10 @@ describe('upstream failures', () => {
     // well before the idle timeout (1 s) could have ended it
     expect(seen.aborted).toBe(true);
     expect(Date.now() - leftAt).toBeLessThan(900);
-    expect((await metering.ended(res.headers['x-meter-request-id'] as string)).outcome).toEqual({ completed: false, status: 200 });
+    expect((await metering.ended(res.headers['x-meter-request-id'] as string)).outcome).toEqual({
+      completed: false,
+      status: 200,
+    });
   });
 });
 
@@ -115,7 +134,9 @@ describe('metering that throws', () => {
     const boom = () => {
       throw new Error('metering bug');
     };
-    const throwing: Metering = { begin: () => ({ requestBody: boom, responseHead: boom, responseChunk: boom, end: boom }) };
+    const throwing: Metering = {
+      begin: () => ({ requestBody: boom, responseHead: boom, responseChunk: boom, end: boom }),
+    };
     const failingBegin: Metering = { begin: boom };
     for (const m of [throwing, failingBegin]) {
       const p = await startProxyDaemon({ upstreams: { openai: `${up.origin}/v1` }, metering: m });

@@ -17,8 +17,13 @@ beforeAll(async () => {
   proxy = await startProxyDaemon({ upstreams: { openai: `${fake.origin}/v1` }, metering });
 });
 
-const call = (headers: string[]) => rawRequest(`${proxy.url}/proxy/openai/chat/completions`, { method: 'POST', headers, body: '{}' });
-const seenNames = () => fake.requests.at(-1)!.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+const call = (headers: string[]) =>
+  rawRequest(`${proxy.url}/proxy/openai/chat/completions`, { method: 'POST', headers, body: '{}' });
+const seenNames = () =>
+  fake.requests
+    .at(-1)!
+    .rawHeaders.filter((_, i) => i % 2 === 0)
+    .map((n) => n.toLowerCase());
 
 describe('request headers (CONTRACT §2)', () => {
   it('the service key in Authorization is required and never forwarded', async () => {
@@ -35,9 +40,25 @@ describe('request headers (CONTRACT §2)', () => {
   });
 
   it('X-Provider-Authorization becomes Authorization and wins, and is not forwarded under its own name', async () => {
-    await call(['Authorization', `Bearer ${proxy.key}`, 'X-Provider-Authorization', PROVIDER_AUTH, 'Content-Length', '2']);
+    await call([
+      'Authorization',
+      `Bearer ${proxy.key}`,
+      'X-Provider-Authorization',
+      PROVIDER_AUTH,
+      'Content-Length',
+      '2',
+    ]);
     expect(fake.requests.at(-1)!.headers.authorization).toBe(PROVIDER_AUTH);
-    await call(['X-Meter-Key', proxy.key, 'Authorization', 'Bearer loser', 'X-Provider-Authorization', PROVIDER_AUTH, 'Content-Length', '2']);
+    await call([
+      'X-Meter-Key',
+      proxy.key,
+      'Authorization',
+      'Bearer loser',
+      'X-Provider-Authorization',
+      PROVIDER_AUTH,
+      'Content-Length',
+      '2',
+    ]);
     const seen = fake.requests.at(-1)!;
     expect(seen.rawHeaders.filter((h) => h.toLowerCase() === 'authorization')).toHaveLength(1);
     expect(seen.headers.authorization).toBe(PROVIDER_AUTH);
@@ -51,8 +72,16 @@ describe('request headers (CONTRACT §2)', () => {
 
   it('tagging headers are consumed, and reach the metering as tags', async () => {
     await call([
-      'Authorization', `Bearer ${proxy.key}`, 'X-Metering-Tags', 'team=search,feature=old', 'X-Feature-Name', 'chat',
-      'X-Tenant-ID', 'acme', 'Content-Length', '2',
+      'Authorization',
+      `Bearer ${proxy.key}`,
+      'X-Metering-Tags',
+      'team=search,feature=old',
+      'X-Feature-Name',
+      'chat',
+      'X-Tenant-ID',
+      'acme',
+      'Content-Length',
+      '2',
     ]);
     for (const n of ['x-metering-tags', 'x-feature-name', 'x-tenant-id']) expect(seenNames()).not.toContain(n);
     expect(metering.calls.at(-1)!.start.tags).toEqual({ team: 'search', feature: 'chat', tenant: 'acme' });
@@ -60,33 +89,86 @@ describe('request headers (CONTRACT §2)', () => {
 
   it('hop-by-hop headers, and those named in Connection, are not forwarded; host is the upstream', async () => {
     await call([
-      'Authorization', `Bearer ${proxy.key}`, 'Connection', 'keep-alive, X-Hop', 'X-Hop', '1', 'Keep-Alive', 'timeout=5',
-      'TE', 'trailers', 'Proxy-Authorization', 'Basic eDp5', 'Proxy-Connection', 'keep-alive',
-      'Host', 'meter.local', 'Content-Length', '2',
+      'Authorization',
+      `Bearer ${proxy.key}`,
+      'Connection',
+      'keep-alive, X-Hop',
+      'X-Hop',
+      '1',
+      'Keep-Alive',
+      'timeout=5',
+      'TE',
+      'trailers',
+      'Proxy-Authorization',
+      'Basic eDp5',
+      'Proxy-Connection',
+      'keep-alive',
+      'Host',
+      'meter.local',
+      'Content-Length',
+      '2',
     ]);
     const names = seenNames();
-    for (const n of ['x-hop', 'keep-alive', 'te', 'proxy-authorization', 'proxy-connection']) expect(names).not.toContain(n);
+    for (const n of ['x-hop', 'keep-alive', 'te', 'proxy-authorization', 'proxy-connection'])
+      expect(names).not.toContain(n);
     expect(fake.requests.at(-1)!.headers.host).toBe(new URL(fake.origin).host);
   });
 
   it('every other header passes unchanged: name case, order and repeats', async () => {
     await call([
-      'Authorization', `Bearer ${proxy.key}`, 'X-Api-Key', 'k1', 'anthropic-beta', 'b1', 'X-Multi', 'a', 'X-Multi', 'b',
-      'User-Agent', 'sdk/1.0', 'Accept-Encoding', 'gzip', 'Content-Type', 'application/json', 'Content-Length', '2',
+      'Authorization',
+      `Bearer ${proxy.key}`,
+      'X-Api-Key',
+      'k1',
+      'anthropic-beta',
+      'b1',
+      'X-Multi',
+      'a',
+      'X-Multi',
+      'b',
+      'User-Agent',
+      'sdk/1.0',
+      'Accept-Encoding',
+      'gzip',
+      'Content-Type',
+      'application/json',
+      'Content-Length',
+      '2',
     ]);
     const raw = fake.requests.at(-1)!.rawHeaders;
     const pairs = [];
     for (let i = 0; i < raw.length; i += 2) pairs.push(`${raw[i]}: ${raw[i + 1]}`);
-    expect(pairs).toEqual(expect.arrayContaining([
-      'X-Api-Key: k1', 'anthropic-beta: b1', 'X-Multi: a', 'X-Multi: b', 'User-Agent: sdk/1.0', 'Accept-Encoding: gzip',
-      'Content-Type: application/json',
-    ]));
+    expect(pairs).toEqual(
+      expect.arrayContaining([
+        'X-Api-Key: k1',
+        'anthropic-beta: b1',
+        'X-Multi: a',
+        'X-Multi: b',
+        'User-Agent: sdk/1.0',
+        'Accept-Encoding: gzip',
+        'Content-Type: application/json',
+      ]),
+    );
     expect(pairs.indexOf('X-Multi: a')).toBeLessThan(pairs.indexOf('X-Multi: b'));
   });
 
   it('Upgrade, Trailer and Transfer-Encoding are hop-by-hop too (checked on the header rule itself)', () => {
     const out = upstreamRequestHeaders(
-      { rawHeaders: ['Upgrade', 'h2c', 'Trailer', 'X-T', 'Transfer-Encoding', 'chunked', 'Expect', '100-continue', 'X-Keep', '1'], headers: {} },
+      {
+        rawHeaders: [
+          'Upgrade',
+          'h2c',
+          'Trailer',
+          'X-T',
+          'Transfer-Encoding',
+          'chunked',
+          'Expect',
+          '100-continue',
+          'X-Keep',
+          '1',
+        ],
+        headers: {},
+      },
       false,
     );
     expect(out).toEqual(['X-Keep', '1']);
@@ -96,11 +178,21 @@ describe('request headers (CONTRACT §2)', () => {
 describe('response headers', () => {
   it('pass unchanged minus hop-by-hop ones, with status text, plus X-Meter-Request-Id (the event id)', async () => {
     fake.respond((_req, res) => {
-      res.writeHead(201, 'Made It', [
-        ['Content-Type', 'application/json'], ['X-Provider-Thing', 'v'], ['Set-Cookie', 'a=1'], ['Set-Cookie', 'b=2'],
-        ['Connection', 'X-Resp-Hop'], ['X-Resp-Hop', '1'], ['Keep-Alive', 'timeout=9'], ['Proxy-Authenticate', 'Basic'],
-        ['openai-processing-ms', '12'],
-      ].flat());
+      res.writeHead(
+        201,
+        'Made It',
+        [
+          ['Content-Type', 'application/json'],
+          ['X-Provider-Thing', 'v'],
+          ['Set-Cookie', 'a=1'],
+          ['Set-Cookie', 'b=2'],
+          ['Connection', 'X-Resp-Hop'],
+          ['X-Resp-Hop', '1'],
+          ['Keep-Alive', 'timeout=9'],
+          ['Proxy-Authenticate', 'Basic'],
+          ['openai-processing-ms', '12'],
+        ].flat(),
+      );
       res.end('{"id":1}');
     });
     const res = await call(['Authorization', `Bearer ${proxy.key}`, 'Content-Length', '2']);

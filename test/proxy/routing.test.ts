@@ -12,7 +12,11 @@ describe('upstream path (CONTRACT §2)', () => {
     ['openai', 'v1/chat/completions', '/v1/chat/completions'],
     ['anthropic', 'v1/messages', '/v1/messages'],
     ['groq', 'openai/v1/chat/completions', '/openai/v1/chat/completions'],
-    ['gemini', 'v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse'],
+    [
+      'gemini',
+      'v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+      '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+    ],
     ['mistral', 'v1/chat/completions', '/v1/chat/completions'],
     ['together', 'chat/completions', '/v1/chat/completions'],
     ['cohere', 'v1/chat', '/v1/chat'],
@@ -61,7 +65,11 @@ describe('forwarding', () => {
 
   it.each(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])('%s is forwarded with its body', async (method) => {
     const body = method === 'GET' ? undefined : `payload of ${method}`;
-    const headers = { ...auth(), 'content-type': 'text/plain', ...(body ? { 'content-length': Buffer.byteLength(body) } : {}) };
+    const headers = {
+      ...auth(),
+      'content-type': 'text/plain',
+      ...(body ? { 'content-length': Buffer.byteLength(body) } : {}),
+    };
     const res = await rawRequest(`${proxy.url}/proxy/openai/files/f1`, { method, headers, body });
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body.toString())).toEqual({ method, body: body ?? '' });
@@ -82,7 +90,11 @@ describe('forwarding', () => {
 
   it('a request body is forwarded byte for byte (chunked upload included)', async () => {
     const body = Buffer.from([0, 1, 2, 0xff, 0xfe, 0x7b]);
-    await rawRequest(`${proxy.url}/proxy/openai/x`, { method: 'POST', headers: { ...auth(), 'transfer-encoding': 'chunked' }, body });
+    await rawRequest(`${proxy.url}/proxy/openai/x`, {
+      method: 'POST',
+      headers: { ...auth(), 'transfer-encoding': 'chunked' },
+      body,
+    });
     expect(fake.requests.at(-1)!.body.equals(body)).toBe(true);
   });
 
@@ -99,12 +111,16 @@ describe('forwarding', () => {
   it('bad tags are 400 invalid_tags (Anthropic shape on /proxy/anthropic) and nothing is forwarded', async () => {
     const before = fake.requests.length;
     const res = await rawRequest(`${proxy.url}/proxy/openai/chat/completions`, {
-      method: 'POST', headers: { ...auth(), 'x-metering-tags': 'bad key=1' }, body: '{}',
+      method: 'POST',
+      headers: { ...auth(), 'x-metering-tags': 'bad key=1' },
+      body: '{}',
     });
     expect(res.status).toBe(400);
     expect(JSON.parse(res.body.toString()).error.code).toBe('invalid_tags');
     const a = await rawRequest(`${proxy.url}/proxy/anthropic/v1/messages`, {
-      method: 'POST', headers: { ...auth(), 'x-metering-tags': '{"team": 5}' }, body: '{}',
+      method: 'POST',
+      headers: { ...auth(), 'x-metering-tags': '{"team": 5}' },
+      body: '{}',
     });
     expect(a.status).toBe(400);
     expect(JSON.parse(a.body.toString())).toMatchObject({ type: 'error', error: { type: 'invalid_tags' } });

@@ -45,26 +45,62 @@ export interface SdkAdapter {
 }
 
 /** Tagging headers every SDK sends: the provider must never see them. */
-export const TAG_HEADERS = { 'X-Metering-Tags': 'team=search,env=test', 'X-Feature-Name': 'chat', 'X-Tenant-ID': 't-1' };
+export const TAG_HEADERS = {
+  'X-Metering-Tags': 'team=search,env=test',
+  'X-Feature-Name': 'chat',
+  'X-Tenant-ID': 't-1',
+};
 
 const SSE = 'text/event-stream';
 const JSON_TYPE = 'application/json';
 const bearer = `Bearer ${PROVIDER_KEY}`;
 const msg = [{ role: 'user' as const, content: 'Hi' }];
 
-function openAIStyle(slug: ProviderSlug, basePath: string, files: [string, string], streamText: string, keyStyle: SdkAdapter['keyStyle']): SdkAdapter {
+function openAIStyle(
+  slug: ProviderSlug,
+  basePath: string,
+  files: [string, string],
+  streamText: string,
+  keyStyle: SdkAdapter['keyStyle'],
+): SdkAdapter {
   const path = `${basePath}/chat/completions`;
   return {
-    slug, sdk: 'openai', basePath, keyStyle, credential: ['authorization', bearer],
-    chat: { body: fixture(files[0]), contentType: JSON_TYPE, upstreamPath: path, text: JSON.parse(fixture(files[0])).choices[0].message.content },
+    slug,
+    sdk: 'openai',
+    basePath,
+    keyStyle,
+    credential: ['authorization', bearer],
+    chat: {
+      body: fixture(files[0]),
+      contentType: JSON_TYPE,
+      upstreamPath: path,
+      text: JSON.parse(fixture(files[0])).choices[0].message.content,
+    },
     stream: { body: fixture(files[1]), contentType: SSE, upstreamPath: path, text: streamText },
     async call(baseUrl, serviceKey, stream) {
-      const client = keyStyle === 'x-meter-key'
-        ? new OpenAI({ apiKey: PROVIDER_KEY, baseURL: `${baseUrl}/proxy/${slug}`, defaultHeaders: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey }, maxRetries: 0 })
-        : new OpenAI({ apiKey: serviceKey, baseURL: `${baseUrl}/proxy/${slug}`, defaultHeaders: { ...TAG_HEADERS, 'X-Provider-Authorization': bearer }, maxRetries: 0 });
-      if (!stream) return (await client.chat.completions.create({ model: 'm', messages: msg })).choices[0]!.message.content ?? '';
+      const client =
+        keyStyle === 'x-meter-key'
+          ? new OpenAI({
+              apiKey: PROVIDER_KEY,
+              baseURL: `${baseUrl}/proxy/${slug}`,
+              defaultHeaders: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey },
+              maxRetries: 0,
+            })
+          : new OpenAI({
+              apiKey: serviceKey,
+              baseURL: `${baseUrl}/proxy/${slug}`,
+              defaultHeaders: { ...TAG_HEADERS, 'X-Provider-Authorization': bearer },
+              maxRetries: 0,
+            });
+      if (!stream)
+        return (await client.chat.completions.create({ model: 'm', messages: msg })).choices[0]!.message.content ?? '';
       let text = '';
-      const s = await client.chat.completions.create({ model: 'm', messages: msg, stream: true, stream_options: { include_usage: true } });
+      const s = await client.chat.completions.create({
+        model: 'm',
+        messages: msg,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       for await (const chunk of s) text += chunk.choices[0]?.delta?.content ?? '';
       return text;
     },
@@ -72,17 +108,53 @@ function openAIStyle(slug: ProviderSlug, basePath: string, files: [string, strin
 }
 
 export const adapters: SdkAdapter[] = [
-  openAIStyle('openai', '/v1', ['openai/chat.json', 'openai/chat-stream-usage.sse'], 'Hello! How can I "help" you today? 😊', 'x-provider-authorization'),
-  openAIStyle('deepseek', '', ['deepseek/chat-cache-hit.json', 'deepseek/stream-cache-miss.sse'], '你好！有什么可以帮你的吗？', 'x-meter-key'),
-  openAIStyle('xai', '/v1', ['xai/chat-reasoning.json', 'xai/stream-reasoning.sse'], 'Hey there!', 'x-provider-authorization'),
+  openAIStyle(
+    'openai',
+    '/v1',
+    ['openai/chat.json', 'openai/chat-stream-usage.sse'],
+    'Hello! How can I "help" you today? 😊',
+    'x-provider-authorization',
+  ),
+  openAIStyle(
+    'deepseek',
+    '',
+    ['deepseek/chat-cache-hit.json', 'deepseek/stream-cache-miss.sse'],
+    '你好！有什么可以帮你的吗？',
+    'x-meter-key',
+  ),
+  openAIStyle(
+    'xai',
+    '/v1',
+    ['xai/chat-reasoning.json', 'xai/stream-reasoning.sse'],
+    'Hey there!',
+    'x-provider-authorization',
+  ),
   {
-    slug: 'anthropic', sdk: '@anthropic-ai/sdk', basePath: '/v1', keyStyle: 'x-meter-key',
+    slug: 'anthropic',
+    sdk: '@anthropic-ai/sdk',
+    basePath: '/v1',
+    keyStyle: 'x-meter-key',
     // @anthropic-ai/sdk 1.x sends its apiKey as Authorization: Bearer (DESIGN.md).
     credential: ['authorization', bearer],
-    chat: { body: fixture('anthropic/message.json'), contentType: JSON_TYPE, upstreamPath: '/v1/messages', text: "The book's central theme is the cost of ambition." },
-    stream: { body: fixture('anthropic/stream.sse'), contentType: SSE, upstreamPath: '/v1/messages', text: 'Here\'s a short poem:\n\nÉté — the "sun" stays late. ☀️' },
+    chat: {
+      body: fixture('anthropic/message.json'),
+      contentType: JSON_TYPE,
+      upstreamPath: '/v1/messages',
+      text: "The book's central theme is the cost of ambition.",
+    },
+    stream: {
+      body: fixture('anthropic/stream.sse'),
+      contentType: SSE,
+      upstreamPath: '/v1/messages',
+      text: 'Here\'s a short poem:\n\nÉté — the "sun" stays late. ☀️',
+    },
     async call(baseUrl, serviceKey, stream) {
-      const client = new Anthropic({ apiKey: PROVIDER_KEY, baseURL: `${baseUrl}/proxy/anthropic`, defaultHeaders: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey }, maxRetries: 0 });
+      const client = new Anthropic({
+        apiKey: PROVIDER_KEY,
+        baseURL: `${baseUrl}/proxy/anthropic`,
+        defaultHeaders: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey },
+        maxRetries: 0,
+      });
       const params = { model: 'claude-test-model', max_tokens: 64, messages: msg };
       if (!stream) {
         const m = await client.messages.create(params);
@@ -96,23 +168,61 @@ export const adapters: SdkAdapter[] = [
     },
   },
   {
-    slug: 'groq', sdk: 'groq-sdk', basePath: '/openai/v1', keyStyle: 'x-provider-authorization', credential: ['authorization', bearer],
-    chat: { body: fixture('groq/chat.json'), contentType: JSON_TYPE, upstreamPath: '/openai/v1/chat/completions', text: JSON.parse(fixture('groq/chat.json')).choices[0].message.content },
-    stream: { body: fixture('groq/stream-triple.sse'), contentType: SSE, upstreamPath: '/openai/v1/chat/completions', text: 'Hello world' },
+    slug: 'groq',
+    sdk: 'groq-sdk',
+    basePath: '/openai/v1',
+    keyStyle: 'x-provider-authorization',
+    credential: ['authorization', bearer],
+    chat: {
+      body: fixture('groq/chat.json'),
+      contentType: JSON_TYPE,
+      upstreamPath: '/openai/v1/chat/completions',
+      text: JSON.parse(fixture('groq/chat.json')).choices[0].message.content,
+    },
+    stream: {
+      body: fixture('groq/stream-triple.sse'),
+      contentType: SSE,
+      upstreamPath: '/openai/v1/chat/completions',
+      text: 'Hello world',
+    },
     async call(baseUrl, serviceKey, stream) {
-      const client = new Groq({ apiKey: serviceKey, baseURL: `${baseUrl}/proxy/groq`, defaultHeaders: { ...TAG_HEADERS, 'X-Provider-Authorization': bearer }, maxRetries: 0 });
-      if (!stream) return (await client.chat.completions.create({ model: 'm', messages: msg })).choices[0]!.message.content ?? '';
+      const client = new Groq({
+        apiKey: serviceKey,
+        baseURL: `${baseUrl}/proxy/groq`,
+        defaultHeaders: { ...TAG_HEADERS, 'X-Provider-Authorization': bearer },
+        maxRetries: 0,
+      });
+      if (!stream)
+        return (await client.chat.completions.create({ model: 'm', messages: msg })).choices[0]!.message.content ?? '';
       let text = '';
-      for await (const c of await client.chat.completions.create({ model: 'm', messages: msg, stream: true })) text += c.choices[0]?.delta?.content ?? '';
+      for await (const c of await client.chat.completions.create({ model: 'm', messages: msg, stream: true }))
+        text += c.choices[0]?.delta?.content ?? '';
       return text;
     },
   },
   {
-    slug: 'gemini', sdk: '@google/genai', basePath: '', keyStyle: 'x-meter-key', credential: ['x-goog-api-key', PROVIDER_KEY],
-    chat: { body: fixture('gemini/generate.json'), contentType: JSON_TYPE, upstreamPath: '/v1beta/models/gemini-2.5-flash:generateContent', text: 'AI learns patterns from data to make predictions.' },
-    stream: { body: fixture('gemini/stream.sse'), contentType: SSE, upstreamPath: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', text: 'The quick brown fox jumps over the lazy dog — ünïcödé ✓' },
+    slug: 'gemini',
+    sdk: '@google/genai',
+    basePath: '',
+    keyStyle: 'x-meter-key',
+    credential: ['x-goog-api-key', PROVIDER_KEY],
+    chat: {
+      body: fixture('gemini/generate.json'),
+      contentType: JSON_TYPE,
+      upstreamPath: '/v1beta/models/gemini-2.5-flash:generateContent',
+      text: 'AI learns patterns from data to make predictions.',
+    },
+    stream: {
+      body: fixture('gemini/stream.sse'),
+      contentType: SSE,
+      upstreamPath: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+      text: 'The quick brown fox jumps over the lazy dog — ünïcödé ✓',
+    },
     async call(baseUrl, serviceKey, stream) {
-      const ai = new GoogleGenAI({ apiKey: PROVIDER_KEY, httpOptions: { baseUrl: `${baseUrl}/proxy/gemini`, headers: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey } } });
+      const ai = new GoogleGenAI({
+        apiKey: PROVIDER_KEY,
+        httpOptions: { baseUrl: `${baseUrl}/proxy/gemini`, headers: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey } },
+      });
       const params = { model: 'gemini-2.5-flash', contents: 'Hi' };
       if (!stream) return (await ai.models.generateContent(params)).text ?? '';
       let text = '';
@@ -121,9 +231,23 @@ export const adapters: SdkAdapter[] = [
     },
   },
   {
-    slug: 'mistral', sdk: '@mistralai/mistralai', basePath: '/v1', keyStyle: 'x-provider-authorization', credential: ['authorization', bearer],
-    chat: { body: fixture('mistral/chat.json'), contentType: JSON_TYPE, upstreamPath: '/v1/chat/completions', text: JSON.parse(fixture('mistral/chat.json')).choices[0].message.content },
-    stream: { body: fixture('mistral/stream.sse'), contentType: SSE, upstreamPath: '/v1/chat/completions', text: 'Bonjour à tous !' },
+    slug: 'mistral',
+    sdk: '@mistralai/mistralai',
+    basePath: '/v1',
+    keyStyle: 'x-provider-authorization',
+    credential: ['authorization', bearer],
+    chat: {
+      body: fixture('mistral/chat.json'),
+      contentType: JSON_TYPE,
+      upstreamPath: '/v1/chat/completions',
+      text: JSON.parse(fixture('mistral/chat.json')).choices[0].message.content,
+    },
+    stream: {
+      body: fixture('mistral/stream.sse'),
+      contentType: SSE,
+      upstreamPath: '/v1/chat/completions',
+      text: 'Bonjour à tous !',
+    },
     async call(baseUrl, serviceKey, stream) {
       const httpClient = new HTTPClient();
       httpClient.addHook('beforeRequest', (req) => {
@@ -146,23 +270,63 @@ export const adapters: SdkAdapter[] = [
     },
   },
   {
-    slug: 'together', sdk: 'together-ai', basePath: '/v1', keyStyle: 'x-meter-key', credential: ['authorization', bearer],
-    chat: { body: fixture('together/chat.json'), contentType: JSON_TYPE, upstreamPath: '/v1/chat/completions', text: JSON.parse(fixture('together/chat.json')).choices[0].message.content },
-    stream: { body: fixture('together/stream.sse'), contentType: SSE, upstreamPath: '/v1/chat/completions', text: 'Hi!' },
+    slug: 'together',
+    sdk: 'together-ai',
+    basePath: '/v1',
+    keyStyle: 'x-meter-key',
+    credential: ['authorization', bearer],
+    chat: {
+      body: fixture('together/chat.json'),
+      contentType: JSON_TYPE,
+      upstreamPath: '/v1/chat/completions',
+      text: JSON.parse(fixture('together/chat.json')).choices[0].message.content,
+    },
+    stream: {
+      body: fixture('together/stream.sse'),
+      contentType: SSE,
+      upstreamPath: '/v1/chat/completions',
+      text: 'Hi!',
+    },
     async call(baseUrl, serviceKey, stream) {
-      const client = new Together({ apiKey: PROVIDER_KEY, baseURL: `${baseUrl}/proxy/together`, defaultHeaders: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey }, maxRetries: 0 });
-      if (!stream) return (await client.chat.completions.create({ model: 'm', messages: msg })).choices[0]?.message?.content ?? '';
+      const client = new Together({
+        apiKey: PROVIDER_KEY,
+        baseURL: `${baseUrl}/proxy/together`,
+        defaultHeaders: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey },
+        maxRetries: 0,
+      });
+      if (!stream)
+        return (await client.chat.completions.create({ model: 'm', messages: msg })).choices[0]?.message?.content ?? '';
       let text = '';
-      for await (const c of await client.chat.completions.create({ model: 'm', messages: msg, stream: true })) text += c.choices[0]?.delta?.content ?? '';
+      for await (const c of await client.chat.completions.create({ model: 'm', messages: msg, stream: true }))
+        text += c.choices[0]?.delta?.content ?? '';
       return text;
     },
   },
   {
-    slug: 'cohere', sdk: 'cohere-ai', basePath: '/v1', keyStyle: 'x-meter-key', credential: ['authorization', bearer],
-    chat: { body: fixture('cohere/chat-v1.json'), contentType: JSON_TYPE, upstreamPath: '/v1/chat', text: JSON.parse(fixture('cohere/chat-v1.json')).text },
-    stream: { body: fixture('cohere/chat-v1-stream.ndjson'), contentType: 'application/stream+json', upstreamPath: '/v1/chat', text: 'Hello! How can I help you today?' },
+    slug: 'cohere',
+    sdk: 'cohere-ai',
+    basePath: '/v1',
+    keyStyle: 'x-meter-key',
+    credential: ['authorization', bearer],
+    chat: {
+      body: fixture('cohere/chat-v1.json'),
+      contentType: JSON_TYPE,
+      upstreamPath: '/v1/chat',
+      text: JSON.parse(fixture('cohere/chat-v1.json')).text,
+    },
+    stream: {
+      body: fixture('cohere/chat-v1-stream.ndjson'),
+      contentType: 'application/stream+json',
+      upstreamPath: '/v1/chat',
+      text: 'Hello! How can I help you today?',
+    },
     async call(baseUrl, serviceKey, stream) {
-      const client = new CohereClient({ token: PROVIDER_KEY, baseUrl: `${baseUrl}/proxy/cohere`, headers: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey }, maxRetries: 0 });
+      const client = new CohereClient({
+        token: PROVIDER_KEY,
+        baseUrl: `${baseUrl}/proxy/cohere`,
+        headers: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey },
+        maxRetries: 0,
+      });
       if (!stream) return (await client.chat({ model: 'command-r', message: 'Hi' })).text;
       let text = '';
       for await (const e of await client.chatStream({ model: 'command-r', message: 'Hi' })) {
@@ -175,7 +339,12 @@ export const adapters: SdkAdapter[] = [
 
 /** Cohere's v2 client on the same `/v1` base: `v2/chat` replaces the version segment. */
 export async function cohereV2Chat(baseUrl: string, serviceKey: string): Promise<string> {
-  const client = new CohereClientV2({ token: PROVIDER_KEY, baseUrl: `${baseUrl}/proxy/cohere`, headers: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey }, maxRetries: 0 });
+  const client = new CohereClientV2({
+    token: PROVIDER_KEY,
+    baseUrl: `${baseUrl}/proxy/cohere`,
+    headers: { ...TAG_HEADERS, 'X-Meter-Key': serviceKey },
+    maxRetries: 0,
+  });
   const r = await client.chat({ model: 'command-a-03-2025', messages: [{ role: 'user', content: 'Hi' }] });
   return (r.message.content ?? []).map((c) => ('text' in c ? c.text : '')).join('');
 }

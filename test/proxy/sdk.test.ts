@@ -2,7 +2,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { ProviderSlug } from '../../src/providers/types.js';
 import { RecordingMetering } from '../helpers/metering.js';
 import { startProxyDaemon, type ProxyDaemon } from '../helpers/proxy.js';
-import { sseEvents, startFakeUpstream, writeInPieces, type FakeUpstream, type SeenRequest } from '../helpers/upstreams.js';
+import {
+  sseEvents,
+  startFakeUpstream,
+  writeInPieces,
+  type FakeUpstream,
+  type SeenRequest,
+} from '../helpers/upstreams.js';
 import { adapters, cohereV2Chat, fixture, PROVIDER_KEY, type SdkAdapter } from './sdk-adapters.js';
 
 /** Headers the service consumes: no provider may ever see them. */
@@ -52,25 +58,28 @@ function expectCleanUpstreamRequest(a: SdkAdapter, seen: SeenRequest, path: stri
 }
 
 describe.each(adapters)('$slug through its SDK ($sdk)', (a) => {
-  it.each([false, true])('stream=%s: the SDK gets the result, the provider the right path and credential only', async (stream) => {
-    const fake = fakes.get(a.slug)!;
-    const before = fake.requests.length;
-    const text = await a.call(proxy.url, proxy.key, stream);
-    const scenario = stream ? a.stream : a.chat;
-    expect(text).toBe(scenario.text);
-    expect(fake.requests.length).toBe(before + 1);
-    expectCleanUpstreamRequest(a, fake.requests.at(-1)!, scenario.upstreamPath);
+  it.each([false, true])(
+    'stream=%s: the SDK gets the result, the provider the right path and credential only',
+    async (stream) => {
+      const fake = fakes.get(a.slug)!;
+      const before = fake.requests.length;
+      const text = await a.call(proxy.url, proxy.key, stream);
+      const scenario = stream ? a.stream : a.chat;
+      expect(text).toBe(scenario.text);
+      expect(fake.requests.length).toBe(before + 1);
+      expectCleanUpstreamRequest(a, fake.requests.at(-1)!, scenario.upstreamPath);
 
-    // The metering saw the whole call, in the documented order, with the exact bytes.
-    const call = metering.calls.at(-1)!;
-    expect(call.start.provider).toBe(a.slug);
-    expect(call.start.principal.keyId).toBe(proxy.keyId);
-    expect(call.start.tags).toMatchObject({ team: 'search', env: 'test', feature: 'chat', tenant: 't-1' });
-    expect(call.steps).toEqual(['begin', 'requestBody', 'responseHead', 'responseChunk', 'end']);
-    expect(call.requestBody?.equals(fake.requests.at(-1)!.body)).toBe(true);
-    expect(Buffer.concat(call.chunks).toString()).toBe(scenario.body);
-    expect(call.outcome).toEqual({ completed: true, status: 200 });
-  });
+      // The metering saw the whole call, in the documented order, with the exact bytes.
+      const call = metering.calls.at(-1)!;
+      expect(call.start.provider).toBe(a.slug);
+      expect(call.start.principal.keyId).toBe(proxy.keyId);
+      expect(call.start.tags).toMatchObject({ team: 'search', env: 'test', feature: 'chat', tenant: 't-1' });
+      expect(call.steps).toEqual(['begin', 'requestBody', 'responseHead', 'responseChunk', 'end']);
+      expect(call.requestBody?.equals(fake.requests.at(-1)!.body)).toBe(true);
+      expect(Buffer.concat(call.chunks).toString()).toBe(scenario.body);
+      expect(call.outcome).toEqual({ completed: true, status: 200 });
+    },
+  );
 });
 
 describe('provider specifics', () => {
@@ -98,16 +107,26 @@ describe('provider specifics', () => {
       expect(fake.requests.at(-1)!.url).toBe('/v2/chat');
       expect(fake.requests.at(-1)!.headers.authorization).toBe(`Bearer ${PROVIDER_KEY}`);
     } finally {
-      serveLike(adapters.find((x) => x.slug === 'cohere')!, fake);
+      serveLike(
+        adapters.find((x) => x.slug === 'cohere')!,
+        fake,
+      );
     }
   });
 
   it('anthropic: the service key as the SDK apiKey and the provider key in x-api-key', async () => {
     const { default: Anthropic } = await import('@anthropic-ai/sdk');
     const client = new Anthropic({
-      apiKey: proxy.key, baseURL: `${proxy.url}/proxy/anthropic`, defaultHeaders: { 'x-api-key': PROVIDER_KEY }, maxRetries: 0,
+      apiKey: proxy.key,
+      baseURL: `${proxy.url}/proxy/anthropic`,
+      defaultHeaders: { 'x-api-key': PROVIDER_KEY },
+      maxRetries: 0,
     });
-    const m = await client.messages.create({ model: 'claude-test-model', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] });
+    const m = await client.messages.create({
+      model: 'claude-test-model',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     expect(m.content[0]).toMatchObject({ type: 'text' });
     const seen = fakes.get('anthropic')!.requests.at(-1)!;
     expect(seen.headers['x-api-key']).toBe(PROVIDER_KEY);
@@ -120,12 +139,18 @@ describe('provider specifics', () => {
     fake.respond(async (_req, res) => writeInPieces(res, 401, 'application/json', [fixture('openai/error-401.json')]));
     try {
       const a = adapters.find((x) => x.slug === 'openai')!;
-      const err = (await a.call(proxy.url, proxy.key, false).catch((e: unknown) => e)) as { status?: number; code?: string };
+      const err = (await a.call(proxy.url, proxy.key, false).catch((e: unknown) => e)) as {
+        status?: number;
+        code?: string;
+      };
       expect(err.status).toBe(401);
       expect(err.code).toBe(JSON.parse(fixture('openai/error-401.json')).error.code);
       expect(metering.calls.at(-1)!.outcome).toEqual({ completed: true, status: 401 });
     } finally {
-      serveLike(adapters.find((x) => x.slug === 'openai')!, fake);
+      serveLike(
+        adapters.find((x) => x.slug === 'openai')!,
+        fake,
+      );
     }
   });
 });

@@ -24,7 +24,10 @@ function signal(): { promise: Promise<void>; fire: () => void } {
 }
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))]);
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)),
+  ]);
 }
 
 const url = () => `${proxy.url}/proxy/openai/chat/completions`;
@@ -147,10 +150,14 @@ describe('request body', () => {
       res.end('{}');
     });
     const done = new Promise<number>((resolve, reject) => {
-      const req = request(url(), { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, agent: false }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-      });
+      const req = request(
+        url(),
+        { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, agent: false },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        },
+      );
       req.on('error', reject);
       req.write('{"model":"gpt-first",');
       void within(providerHasFirst.promise, 5_000, 'first body bytes at the provider').then(

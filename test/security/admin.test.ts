@@ -25,8 +25,17 @@ let token: string;
 
 beforeAll(async () => {
   dataDir = tempDirAtFileEnd();
-  const sink = new Writable({ write: (chunk, _enc, done) => { logs += chunk.toString(); done(); } });
-  daemon = await startDaemon(loadConfig({ METER_HOST: '0.0.0.0', METER_PORT: '0', METER_DATA_DIR: dataDir }), pino({ level: 'warn' }, sink), components);
+  const sink = new Writable({
+    write: (chunk, _enc, done) => {
+      logs += chunk.toString();
+      done();
+    },
+  });
+  daemon = await startDaemon(
+    loadConfig({ METER_HOST: '0.0.0.0', METER_PORT: '0', METER_DATA_DIR: dataDir }),
+    pino({ level: 'warn' }, sink),
+    components,
+  );
   atFileEnd(() => daemon.close());
   const lock = readLock(dataDir)!;
   token = lock.adminToken!;
@@ -35,7 +44,12 @@ beforeAll(async () => {
 }, 120_000);
 
 const call = async (path: string, body: unknown, auth = `Bearer ${token}`) => {
-  const res = await admin.request({ path, method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await admin.request({
+    path,
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const json = (await res.body.json()) as { result?: unknown; error?: { code: string; message: string } };
   return { status: res.statusCode, ...json };
 };
@@ -55,7 +69,9 @@ describe('the admin API', () => {
   it('is not on the daemon’s port, token or not', async () => {
     for (const path of ['/admin/query', '/admin/accounts.list']) {
       const res = await fetch(`http://127.0.0.1:${port()}${path}`, {
-        method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"sql":"SELECT 1"}',
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: '{"sql":"SELECT 1"}',
       });
       expect(res.status).toBe(404);
     }
@@ -82,7 +98,11 @@ describe('the admin API', () => {
       ['/admin/keys.list', { account: "' OR 1=1 --" }, 'unknown account'],
       ['/admin/keys.rotate', { id: 'x', graceSeconds: -1 }, '"graceSeconds"'],
       ['/admin/plans.set', { plan: 'free', analytics: ['summary; DROP TABLE plans'] }, '"analytics.0"'],
-      ['/admin/top.month', { params: ["1' OR '1'='1", '2026-11-01', '2026-12-01', '2026-11'] }, 'parameter $1 must be a uuid'],
+      [
+        '/admin/top.month',
+        { params: ["1' OR '1'='1", '2026-11-01', '2026-12-01', '2026-11'] },
+        'parameter $1 must be a uuid',
+      ],
       ['/admin/budget.set', { account: 'a', monthlyUsd: '1e9', hardCap: false }, '"monthlyUsd"'],
     ];
     for (const [path, args, named] of cases) {
@@ -107,7 +127,11 @@ describe('exposure with METER_HOST=0.0.0.0', () => {
   it('logs a warning naming what other hosts can reach', () => {
     const warning = logs.split('\n').find((l) => l.includes('METER_HOST=0.0.0.0'));
     expect(warning).toBeDefined();
-    expect(JSON.parse(warning!)).toMatchObject({ level: 40, exposed: ['/proxy/', '/analytics/', '/healthz', '/readyz'], metricsPort: null });
+    expect(JSON.parse(warning!)).toMatchObject({
+      level: 40,
+      exposed: ['/proxy/', '/analytics/', '/healthz', '/readyz'],
+      metricsPort: null,
+    });
     expect(warning).toContain('/metrics answers loopback peers only');
   });
 
@@ -117,13 +141,21 @@ describe('exposure with METER_HOST=0.0.0.0', () => {
   });
 
   // Another address of this host stands in for a peer elsewhere (the traffic stays on the host).
-  const outside = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
-  it.runIf(outside !== undefined)(`from a non-loopback address (${outside}): /proxy and health answer, /metrics is 403, admin 404`, async () => {
-    const base = `http://${outside}:${port()}`;
-    expect((await fetch(`${base}/healthz`)).status).toBe(200);
-    expect((await fetch(`${base}/proxy/openai/v1/models`)).status).toBe(401);
-    expect((await fetch(`${base}/analytics/summary`)).status).toBe(401);
-    expect((await fetch(`${base}/metrics`)).status).toBe(403);
-    expect((await fetch(`${base}/admin/accounts.list`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
-  });
+  const outside = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+  it.runIf(outside !== undefined)(
+    `from a non-loopback address (${outside}): /proxy and health answer, /metrics is 403, admin 404`,
+    async () => {
+      const base = `http://${outside}:${port()}`;
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      expect((await fetch(`${base}/proxy/openai/v1/models`)).status).toBe(401);
+      expect((await fetch(`${base}/analytics/summary`)).status).toBe(401);
+      expect((await fetch(`${base}/metrics`)).status).toBe(403);
+      expect(
+        (await fetch(`${base}/admin/accounts.list`, { method: 'POST', headers: { authorization: `Bearer ${token}` } }))
+          .status,
+      ).toBe(404);
+    },
+  );
 });

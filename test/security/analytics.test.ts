@@ -33,14 +33,21 @@ beforeAll(async () => {
     for (let i = 0; i < 3; i++) {
       const res = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${keys[who]}`, 'x-metering-tags': `team=${who === 'b' ? B_SECRET : 'a-team'},env=prod` },
+        headers: {
+          authorization: `Bearer ${keys[who]}`,
+          'x-metering-tags': `team=${who === 'b' ? B_SECRET : 'a-team'},env=prod`,
+        },
         body: '{"model":"gpt-4o","messages":[]}',
       });
       expect(res.status).toBe(200);
       ids[who].push(res.headers.get('x-meter-request-id')!);
     }
   }
-  await eventually(async () => (await daemon.store.query('SELECT 1 FROM usage_events')).length === 6, 30_000, 'six events stored');
+  await eventually(
+    async () => (await daemon.store.query('SELECT 1 FROM usage_events')).length === 6,
+    30_000,
+    'six events stored',
+  );
 }, 120_000);
 
 /** Nothing of account B in an answer to A. */
@@ -79,13 +86,31 @@ describe('account A never reads account B', () => {
 });
 
 const PAYLOADS = [
-  "' OR '1'='1", "1; DROP TABLE usage_events; --", "') OR 1=1 --", '$1', 'a%00b', '\\', '"', "team:x' OR ''='",
-  'k:v,team:b-only-value', '1 UNION SELECT * FROM api_keys', `${'9'.repeat(40)}`, '-1', '2026-01-01\' OR 1=1--',
+  "' OR '1'='1",
+  '1; DROP TABLE usage_events; --',
+  "') OR 1=1 --",
+  '$1',
+  'a%00b',
+  '\\',
+  '"',
+  "team:x' OR ''='",
+  'k:v,team:b-only-value',
+  '1 UNION SELECT * FROM api_keys',
+  `${'9'.repeat(40)}`,
+  '-1',
+  "2026-01-01' OR 1=1--",
 ];
 const ROUTES: [string, string][] = [
-  ['/analytics/daily', 'days'], ['/analytics/by-tag?key=team&', 'period'], ['/analytics/by-tag?', 'key'],
-  ['/analytics/events?', 'limit'], ['/analytics/events?', 'cursor'], ['/analytics/events?', 'provider'],
-  ['/analytics/events?', 'model'], ['/analytics/events?', 'tag'], ['/analytics/events?', 'from'], ['/analytics/events?', 'to'],
+  ['/analytics/daily', 'days'],
+  ['/analytics/by-tag?key=team&', 'period'],
+  ['/analytics/by-tag?', 'key'],
+  ['/analytics/events?', 'limit'],
+  ['/analytics/events?', 'cursor'],
+  ['/analytics/events?', 'provider'],
+  ['/analytics/events?', 'model'],
+  ['/analytics/events?', 'tag'],
+  ['/analytics/events?', 'from'],
+  ['/analytics/events?', 'to'],
   ['/analytics/summary', 'x'],
 ];
 
@@ -108,7 +133,8 @@ describe('SQL injection in every parameter', () => {
 
   it('the tables are as they were', async () => {
     const [row] = await daemon.store.query<{ events: number; accounts: number; keys: number }>(
-      'SELECT (SELECT count(*)::int FROM usage_events) AS events, (SELECT count(*)::int FROM accounts) AS accounts, (SELECT count(*)::int FROM api_keys) AS keys');
+      'SELECT (SELECT count(*)::int FROM usage_events) AS events, (SELECT count(*)::int FROM accounts) AS accounts, (SELECT count(*)::int FROM api_keys) AS keys',
+    );
     expect(row).toEqual({ events: 6, accounts: 2, keys: 2 });
   });
 });

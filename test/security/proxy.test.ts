@@ -28,8 +28,11 @@ beforeAll(async () => {
   answerChat(upstream, { prompt: 10, completion: 5 });
   daemon = await startFullDaemon(await createTestDatabase(), upstream, {
     METER_UPSTREAM_GEMINI: upstream.origin, // a base address without a path of its own
-    METER_MAX_HEADER_BYTES: '8192', METER_MAX_HEADERS: '40', METER_MAX_BODY_BYTES: '65536',
-    METER_IDLE_TIMEOUT_MS: '1000', METER_MAX_DECODED_BYTES: '1048576',
+    METER_MAX_HEADER_BYTES: '8192',
+    METER_MAX_HEADERS: '40',
+    METER_MAX_BODY_BYTES: '65536',
+    METER_IDLE_TIMEOUT_MS: '1000',
+    METER_MAX_DECODED_BYTES: '1048576',
   });
   await createAccount(daemon.store, 'sec', 'pro');
   key = (await createKey(daemon.store, 'sec', 'app')).key;
@@ -76,13 +79,18 @@ describe('paths never leave the provider’s base path or host', () => {
   });
 
   it('CRLF in the request line only ends it: the rest is a header of the client’s own, the call stays on the provider', async () => {
-    const r = await send(`GET /proxy/openai/v1/mo\r\nX-Injected: 1 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n${auth}${key}\r\n\r\n`);
+    const r = await send(
+      `GET /proxy/openai/v1/mo\r\nX-Injected: 1 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n${auth}${key}\r\n\r\n`,
+    );
     expect(r.seen.map((s) => s.url)).toEqual(r.status === 400 ? [] : ['/v1/mo']);
   });
 
   it.each([
     ['NUL in the request line', `GET /proxy/openai/v1/mo\0dels HTTP/1.1\r\nHost: h\r\n${auth}KEY\r\n\r\n`],
-    ['CRLF in a header value', `GET /proxy/openai/v1/models HTTP/1.1\r\nHost: h\r\n${auth}KEY\r\nX-A: a\rX-Injected: 1\r\n\r\n`],
+    [
+      'CRLF in a header value',
+      `GET /proxy/openai/v1/models HTTP/1.1\r\nHost: h\r\n${auth}KEY\r\nX-A: a\rX-Injected: 1\r\n\r\n`,
+    ],
   ])('%s: 400 bad_request before anything else', async (_name, bytes) => {
     const r = await send(bytes.replace('KEY', key));
     expect(r.status).toBe(400);
@@ -106,7 +114,9 @@ describe('paths never leave the provider’s base path or host', () => {
     expect(crlf.seen.map((s) => s.url)).toEqual(['/v1/models%0d%0aX-Injected:%201']);
     expect(crlf.seen[0]!.headers['x-injected']).toBeUndefined();
 
-    const foreign = await send(`GET /proxy/openai/v1/models HTTP/1.1\r\nHost: ${otherHost()}\r\nConnection: close\r\n${auth}${key}\r\n\r\n`);
+    const foreign = await send(
+      `GET /proxy/openai/v1/models HTTP/1.1\r\nHost: ${otherHost()}\r\nConnection: close\r\n${auth}${key}\r\n\r\n`,
+    );
     expect(foreign.status).toBe(200);
     expect(foreign.seen[0]!.headers.host).toBe(new URL(upstream.origin).host);
   });
@@ -132,7 +142,9 @@ describe('request smuggling', () => {
 
   it('a chunked body reaches the provider whole, framed one way only', async () => {
     const chunked = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
-    const r = await send(head('POST', '/proxy/openai/v1/chat/completions', host, [`${auth}${key}`, 'Transfer-Encoding: chunked'], chunked));
+    const r = await send(
+      head('POST', '/proxy/openai/v1/chat/completions', host, [`${auth}${key}`, 'Transfer-Encoding: chunked'], chunked),
+    );
     expect(r.status).toBe(200);
     expect(r.seen).toHaveLength(1);
     expect(r.seen[0]!.body.toString()).toBe(body);
@@ -146,12 +158,28 @@ describe('no credential of the service is ever forwarded', () => {
   const cases: [string, () => string[], string | undefined][] = [
     ['AUTHORIZATION in capitals', () => [`AUTHORIZATION: Bearer ${k()}`], undefined],
     ['lower-case bearer', () => [`authorization: bearer ${k()}`], undefined],
-    ['X-METER-KEY with a provider Authorization', () => [`X-METER-KEY: ${k()}`, 'Authorization: Bearer sk-provider'], 'Bearer sk-provider'],
-    ['x-meter-key and the service key in Authorization too', () => [`x-meter-key: ${k()}`, `Authorization: Bearer ${k()}`], undefined],
-    ['the service key as X-Provider-Authorization', () => [`X-Meter-Key: ${k()}`, `X-Provider-Authorization: Bearer ${k()}`], undefined],
+    [
+      'X-METER-KEY with a provider Authorization',
+      () => [`X-METER-KEY: ${k()}`, 'Authorization: Bearer sk-provider'],
+      'Bearer sk-provider',
+    ],
+    [
+      'x-meter-key and the service key in Authorization too',
+      () => [`x-meter-key: ${k()}`, `Authorization: Bearer ${k()}`],
+      undefined,
+    ],
+    [
+      'the service key as X-Provider-Authorization',
+      () => [`X-Meter-Key: ${k()}`, `X-Provider-Authorization: Bearer ${k()}`],
+      undefined,
+    ],
     ['the service key as x-api-key', () => [`X-Meter-Key: ${k()}`, `x-api-key: ${k()}`], undefined],
     ['Authorization twice', () => [`Authorization: Bearer ${k()}`, 'Authorization: Bearer sk-second'], undefined],
-    ['X-Meter-Key, then Authorization twice', () => [`X-Meter-Key: ${k()}`, `Authorization: Bearer ${k()}`, 'authorization: Bearer sk-provider'], 'Bearer sk-provider'],
+    [
+      'X-Meter-Key, then Authorization twice',
+      () => [`X-Meter-Key: ${k()}`, `Authorization: Bearer ${k()}`, 'authorization: Bearer sk-provider'],
+      'Bearer sk-provider',
+    ],
     ['in a cookie', () => [`X-Meter-Key: ${k()}`, `Cookie: session=${k()}`], undefined],
     ['in a header named by Connection', () => [`X-Meter-Key: ${k()}`, 'Connection: close, x-meter-key'], undefined],
   ];
@@ -174,7 +202,15 @@ describe('no credential of the service is ever forwarded', () => {
 
 describe('tag headers', () => {
   const post = (lines: string[]) =>
-    send(head('POST', '/proxy/openai/v1/chat/completions', host, [`${auth}${key}`, 'Content-Type: application/json', 'Content-Length: 2', ...lines], '{}'));
+    send(
+      head(
+        'POST',
+        '/proxy/openai/v1/chat/completions',
+        host,
+        [`${auth}${key}`, 'Content-Type: application/json', 'Content-Length: 2', ...lines],
+        '{}',
+      ),
+    );
 
   it.each([
     ['21 tags', () => `X-Metering-Tags: ${Array.from({ length: 21 }, (_, i) => `k${i}=v`).join(',')}`],
@@ -214,14 +250,32 @@ describe('tag headers', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"id":"x","object":"chat.completion","choices":[]}'); // no model, no usage: the requested one is stored
     });
-    const r = await send(head('POST', '/proxy/openai/v1/chat/completions', host,
-      [`${auth}${key}`, `X-Metering-Tags: team=${encodeURIComponent(evil)}`, 'Content-Type: application/json', `Content-Length: ${Buffer.byteLength(body)}`], body));
+    const r = await send(
+      head(
+        'POST',
+        '/proxy/openai/v1/chat/completions',
+        host,
+        [
+          `${auth}${key}`,
+          `X-Metering-Tags: team=${encodeURIComponent(evil)}`,
+          'Content-Type: application/json',
+          `Content-Length: ${Buffer.byteLength(body)}`,
+        ],
+        body,
+      ),
+    );
     answerChat(upstream, { prompt: 10, completion: 5 });
     expect(r.status).toBe(200);
     const id = /x-meter-request-id: (\S+)/i.exec(r.head)![1]!;
-    await eventually(async () => (await daemon.store.query('SELECT 1 FROM usage_events WHERE event_id = $1', [id])).length === 1, 10_000, 'event stored');
+    await eventually(
+      async () => (await daemon.store.query('SELECT 1 FROM usage_events WHERE event_id = $1', [id])).length === 1,
+      10_000,
+      'event stored',
+    );
     const [row] = await daemon.store.query<{ tags: Record<string, string>; requested_model: string }>(
-      'SELECT tags, requested_model FROM usage_events WHERE event_id = $1', [id]);
+      'SELECT tags, requested_model FROM usage_events WHERE event_id = $1',
+      [id],
+    );
     expect(row!.tags).toEqual({ team: evil });
     // Stored as text (a NUL, which PostgreSQL cannot hold, is replaced), not refused.
     expect(row!.requested_model.startsWith("gpt-4o'; DELETE FROM accounts; --")).toBe(true);
@@ -233,19 +287,26 @@ describe('tag headers', () => {
 describe('bodies, bombs and slow providers', () => {
   it('a body over METER_MAX_BODY_BYTES: 413 before anything is forwarded (Content-Length) or as soon as it passes the limit (chunked)', async () => {
     const big = 'x'.repeat(70_000);
-    const declared = await send(head('POST', '/proxy/openai/v1/chat/completions', host, [`${auth}${key}`, `Content-Length: ${big.length}`], big));
+    const declared = await send(
+      head('POST', '/proxy/openai/v1/chat/completions', host, [`${auth}${key}`, `Content-Length: ${big.length}`], big),
+    );
     expect(declared.status).toBe(413);
     expect(declared.code).toBe('request_too_large');
     expect(declared.seen).toEqual([]);
 
     upstream.respond(async (req, res) => {
-      for await (const _ of req) { /* read it all, as a provider would */ }
+      for await (const _ of req) {
+        /* read it all, as a provider would */
+      }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{}');
     });
     const chunk = 'y'.repeat(16_384);
-    const chunks = Array.from({ length: 5 }, () => `${chunk.length.toString(16)}\r\n${chunk}\r\n`).join('') + '0\r\n\r\n';
-    const streamed = await send(head('POST', '/proxy/openai/v1/chat/completions', host, [`${auth}${key}`, 'Transfer-Encoding: chunked'], chunks));
+    const chunks =
+      Array.from({ length: 5 }, () => `${chunk.length.toString(16)}\r\n${chunk}\r\n`).join('') + '0\r\n\r\n';
+    const streamed = await send(
+      head('POST', '/proxy/openai/v1/chat/completions', host, [`${auth}${key}`, 'Transfer-Encoding: chunked'], chunks),
+    );
     answerChat(upstream, { prompt: 10, completion: 5 });
     expect(streamed.status).toBe(413);
     expect(streamed.code).toBe('request_too_large');
@@ -258,12 +319,17 @@ describe('bodies, bombs and slow providers', () => {
     const member = gzipSync(Buffer.alloc(16 << 20, 0x20));
     const bomb = Buffer.concat(Array.from({ length: 256 }, () => member));
     upstream.respond((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': bomb.length });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+        'content-length': bomb.length,
+      });
       res.end(bomb);
     });
     const cpu0 = process.cpuUsage();
     const res = await rawRequest(`${daemon.url}/proxy/openai/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip', 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip', 'content-type': 'application/json' },
       body: '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}',
     });
     const cpu = process.cpuUsage(cpu0);
@@ -271,8 +337,15 @@ describe('bodies, bombs and slow providers', () => {
     expect(res.status).toBe(200);
     expect(res.body.equals(bomb)).toBe(true);
     const id = res.headers['x-meter-request-id'] as string;
-    await eventually(async () => (await daemon.store.query('SELECT 1 FROM usage_events WHERE event_id = $1', [id])).length === 1, 30_000, 'event stored');
-    const [row] = await daemon.store.query<{ usage_source: string }>('SELECT usage_source FROM usage_events WHERE event_id = $1', [id]);
+    await eventually(
+      async () => (await daemon.store.query('SELECT 1 FROM usage_events WHERE event_id = $1', [id])).length === 1,
+      30_000,
+      'event stored',
+    );
+    const [row] = await daemon.store.query<{ usage_source: string }>(
+      'SELECT usage_source FROM usage_events WHERE event_id = $1',
+      [id],
+    );
     expect(row!.usage_source).toBe('estimated');
     // Inflating 4 GiB takes several CPU seconds; stopping at the 1 MiB cap takes next to none
     // (this process runs the daemon, the provider and the client).
@@ -290,8 +363,17 @@ describe('bodies, bombs and slow providers', () => {
       res.write('data: {"choices":[]}\n\n'); // then nothing, forever
     });
     const t0 = Date.now();
-    const stalled = await rawExchange(daemon.url, head('POST', '/proxy/openai/v1/chat/completions', host,
-      [`${auth}${key}`, 'Content-Type: application/json', 'Content-Length: 2'], '{}'), 8_000);
+    const stalled = await rawExchange(
+      daemon.url,
+      head(
+        'POST',
+        '/proxy/openai/v1/chat/completions',
+        host,
+        [`${auth}${key}`, 'Content-Type: application/json', 'Content-Length: 2'],
+        '{}',
+      ),
+      8_000,
+    );
     answerChat(upstream, { prompt: 10, completion: 5 });
     expect(stalled.status).toBe(200);
     expect(stalled.body).toContain('data: {"choices":[]}');
@@ -310,7 +392,10 @@ describe('bodies, bombs and slow providers', () => {
     });
     const controller = new AbortController();
     const res = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}` }, body: '{"model":"gpt-4o-mini","stream":true}', signal: controller.signal,
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: '{"model":"gpt-4o-mini","stream":true}',
+      signal: controller.signal,
     });
     const reader = res.body!.getReader();
     for (let i = 0; i < 5; i++) await reader.read();

@@ -20,7 +20,11 @@ export function rawExchange(url: string, bytes: string | Buffer, timeoutMs = 10_
       const text = Buffer.concat(chunks).toString('latin1');
       const at = text.indexOf('\r\n\r\n');
       const head = at < 0 ? text : text.slice(0, at);
-      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0), head, body: at < 0 ? '' : text.slice(at + 4) });
+      resolve({
+        status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0),
+        head,
+        body: at < 0 ? '' : text.slice(at + 4),
+      });
     };
     const timer = setTimeout(done, timeoutMs);
     socket.on('data', (c: Buffer) => chunks.push(c));

@@ -56,44 +56,89 @@ beforeAll(async () => {
   fake = await startFakeUpstream();
   fake.respond((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({
-      id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-4o-mini',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000 },
-    }));
+    res.end(
+      JSON.stringify({
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        model: 'gpt-4o-mini',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000 },
+      }),
+    );
   });
   const dead = await closedPort();
   dataDir = tempDir();
   const env = {
-    METER_DATA_DIR: dataDir, DATABASE_URL: '', METER_PORT: '0', METER_LOG_LEVEL: 'trace', METER_FLUSH_INTERVAL_MS: '50',
+    METER_DATA_DIR: dataDir,
+    DATABASE_URL: '',
+    METER_PORT: '0',
+    METER_LOG_LEVEL: 'trace',
+    METER_FLUSH_INTERVAL_MS: '50',
     METER_SMTP_URL: `smtp://alerts:${SECRETS.smtpPassword}@127.0.0.1:${dead}`,
-    METER_UPSTREAM_OPENAI: `${fake.origin}/v1`, METER_UPSTREAM_GEMINI: fake.origin, METER_UPSTREAM_ANTHROPIC: `${fake.origin}/v1`,
+    METER_UPSTREAM_OPENAI: `${fake.origin}/v1`,
+    METER_UPSTREAM_GEMINI: fake.origin,
+    METER_UPSTREAM_ANTHROPIC: `${fake.origin}/v1`,
     METER_UPSTREAM_GROQ: `http://127.0.0.1:${dead}/openai/v1`,
   };
   expect((await runCli(['accounts', 'create', 'acme', '--plan', 'pro'], env)).code).toBe(0);
   key = JSON.parse((await runCli(['keys', 'create', '--account', 'acme', '--json'], env)).stdout).key;
   expect((await runCli(['budget', 'set', '--account', 'acme', '--monthly', '0.0001'], env)).code).toBe(0);
   const hook = `http://127.0.0.1:${dead}/hooks/${SECRETS.webhookPath}`;
-  expect((await runCli(['alerts', 'add', '--account', 'acme', '--webhook', hook, '--secret', SECRETS.webhookSecret], env)).code).toBe(0);
+  expect(
+    (await runCli(['alerts', 'add', '--account', 'acme', '--webhook', hook, '--secret', SECRETS.webhookSecret], env))
+      .code,
+  ).toBe(0);
   expect((await runCli(['alerts', 'add', '--account', 'acme', '--email', 'ops@example.com'], env)).code).toBe(0);
 
   daemon = await spawnDaemon(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'start'], env);
-  const call = async (path: string, headers: Record<string, string>, body = '{"model":"gpt-4o-mini","messages":[]}') => {
-    const res = await fetch(`${daemon!.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  const call = async (
+    path: string,
+    headers: Record<string, string>,
+    body = '{"model":"gpt-4o-mini","messages":[]}',
+  ) => {
+    const res = await fetch(`${daemon!.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
     answers.push(`${res.status} ${JSON.stringify([...res.headers])} ${await res.text()}`);
     return res.status;
   };
-  expect(await call(`/proxy/gemini/v1beta/models/gemini-2.0-flash:generateContent?key=${SECRETS.geminiQuery}`,
-    { 'x-meter-key': key, 'x-goog-api-key': SECRETS.geminiHeader })).toBe(200);
-  expect(await call('/proxy/openai/v1/chat/completions', { 'x-meter-key': key, authorization: `Bearer ${SECRETS.openaiBearer}` })).toBe(200);
-  expect(await call('/proxy/openai/v1/chat/completions',
-    { authorization: `Bearer ${key}`, 'x-provider-authorization': `Bearer ${SECRETS.providerAuth}` })).toBe(200);
-  expect(await call('/proxy/anthropic/v1/messages',
-    { authorization: `Bearer ${key}`, 'x-api-key': SECRETS.anthropicKey, 'anthropic-version': '2023-06-01' })).toBe(200);
-  expect(await call(`/proxy/groq/openai/v1/chat/completions?key=${SECRETS.unreachableQuery}`,
-    { 'x-meter-key': key, authorization: `Bearer ${SECRETS.unreachableBearer}` })).toBe(502);
+  expect(
+    await call(`/proxy/gemini/v1beta/models/gemini-2.0-flash:generateContent?key=${SECRETS.geminiQuery}`, {
+      'x-meter-key': key,
+      'x-goog-api-key': SECRETS.geminiHeader,
+    }),
+  ).toBe(200);
+  expect(
+    await call('/proxy/openai/v1/chat/completions', {
+      'x-meter-key': key,
+      authorization: `Bearer ${SECRETS.openaiBearer}`,
+    }),
+  ).toBe(200);
+  expect(
+    await call('/proxy/openai/v1/chat/completions', {
+      authorization: `Bearer ${key}`,
+      'x-provider-authorization': `Bearer ${SECRETS.providerAuth}`,
+    }),
+  ).toBe(200);
+  expect(
+    await call('/proxy/anthropic/v1/messages', {
+      authorization: `Bearer ${key}`,
+      'x-api-key': SECRETS.anthropicKey,
+      'anthropic-version': '2023-06-01',
+    }),
+  ).toBe(200);
+  expect(
+    await call(`/proxy/groq/openai/v1/chat/completions?key=${SECRETS.unreachableQuery}`, {
+      'x-meter-key': key,
+      authorization: `Bearer ${SECRETS.unreachableBearer}`,
+    }),
+  ).toBe(502);
   // A wrong secret for the real key id, and a key on a route that does not exist.
-  expect(await call('/proxy/openai/v1/chat/completions', { authorization: `Bearer ${key.slice(0, 16)}${'A'.repeat(43)}` })).toBe(401);
+  expect(
+    await call('/proxy/openai/v1/chat/completions', { authorization: `Bearer ${key.slice(0, 16)}${'A'.repeat(43)}` }),
+  ).toBe(401);
   expect(await call(`/nowhere?key=${SECRETS.geminiQuery}`, { authorization: `Bearer ${key}` })).toBe(404);
   expect(fake.requests).toHaveLength(4);
 
@@ -136,8 +181,17 @@ describe('secrets never leak', () => {
   it('not in any file of the data directory (database files, WAL, spool)', () => {
     const files = filesUnder(dataDir);
     expect(files.length).toBeGreaterThan(10);
-    const provider = [SECRETS.geminiQuery, SECRETS.geminiHeader, SECRETS.openaiBearer, SECRETS.providerAuth,
-      SECRETS.anthropicKey, SECRETS.unreachableQuery, SECRETS.unreachableBearer, SECRETS.smtpPassword, key.slice(16)];
+    const provider = [
+      SECRETS.geminiQuery,
+      SECRETS.geminiHeader,
+      SECRETS.openaiBearer,
+      SECRETS.providerAuth,
+      SECRETS.anthropicKey,
+      SECRETS.unreachableQuery,
+      SECRETS.unreachableBearer,
+      SECRETS.smtpPassword,
+      key.slice(16),
+    ];
     let sawEvents = false;
     for (const file of files) {
       const bytes = readFileSync(file);

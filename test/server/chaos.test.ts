@@ -56,18 +56,33 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
     answerChat(upstream, { prompt: 12, completion: 7 });
 
     const config = loadConfig({
-      METER_PORT: '0', METER_DATA_DIR: tempDir(), DATABASE_URL: relay.urlFor(url),
-      METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`, METER_FLUSH_INTERVAL_MS: '50', METER_KEY_REFRESH_MS: '200',
+      METER_PORT: '0',
+      METER_DATA_DIR: tempDir(),
+      DATABASE_URL: relay.urlFor(url),
+      METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
+      METER_FLUSH_INTERVAL_MS: '50',
+      METER_KEY_REFRESH_MS: '200',
     });
-    const logger = pino({ level: 'info' }, { write: (s: string) => void logs.push(JSON.parse(s) as { msg?: string; level: number }) });
+    const logger = pino(
+      { level: 'info' },
+      { write: (s: string) => void logs.push(JSON.parse(s) as { msg?: string; level: number }) },
+    );
     // The daemon's own components, its metering (in its place in the start order) with a small memory cap.
     const at = components.indexOf(meteringComponent);
     expect(at).toBeGreaterThanOrEqual(0);
-    daemon = await startDaemon(config, logger, components.map((component, i) => (i !== at ? component : (ctx) => {
-      const setup = meteringFor(ctx, { segmentMaxEvents: 200, maxBackoffMs: 300 });
-      writer = setup.writer;
-      return setup.component;
-    })));
+    daemon = await startDaemon(
+      config,
+      logger,
+      components.map((component, i) =>
+        i !== at
+          ? component
+          : (ctx) => {
+              const setup = meteringFor(ctx, { segmentMaxEvents: 200, maxBackoffMs: 300 });
+              writer = setup.writer;
+              return setup.component;
+            },
+      ),
+    );
     atFileEnd(() => daemon.close());
   });
   afterAll(() => agent.close());
@@ -80,7 +95,12 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
         next++;
         const res = await request(`${daemon.url}/proxy/openai/v1/chat/completions`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${apiKey}`, 'x-provider-authorization': 'Bearer sk-test', 'content-type': 'application/json', 'x-metering-tags': `phase=p${next % 3}` },
+          headers: {
+            authorization: `Bearer ${apiKey}`,
+            'x-provider-authorization': 'Bearer sk-test',
+            'content-type': 'application/json',
+            'x-metering-tags': `phase=p${next % 3}`,
+          },
           body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
           dispatcher: agent,
         });
@@ -94,7 +114,7 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
 
   const written = async () => (await direct.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events'))[0]!.n;
 
-  it('cut as the batch\'s reply comes back (it ran in its transaction, never committed): retried, each event once', async () => {
+  it("cut as the batch's reply comes back (it ran in its transaction, never committed): retried, each event once", async () => {
     await load(40);
     await writer.drain();
     const cuts = relay.cuts;
@@ -145,14 +165,19 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
     expect(ids.length).toBe(answered.length);
     expect(new Set(ids)).toEqual(new Set(answered));
 
-    const daily = await direct.query(`SELECT account_id, day, provider, model, spend::text, requests::int, input_tokens::int, output_tokens::int
+    const daily =
+      await direct.query(`SELECT account_id, day, provider, model, spend::text, requests::int, input_tokens::int, output_tokens::int
       FROM usage_daily ORDER BY 1, 2, 3, 4`);
-    const rawDaily = await direct.query(`SELECT account_id, (time AT TIME ZONE 'UTC')::date AS day, provider, model, sum(cost)::text AS spend,
+    const rawDaily =
+      await direct.query(`SELECT account_id, (time AT TIME ZONE 'UTC')::date AS day, provider, model, sum(cost)::text AS spend,
       count(*)::int AS requests, sum(input_tokens)::int AS input_tokens, sum(output_tokens)::int AS output_tokens
       FROM usage_events GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`);
     expect(daily).toEqual(rawDaily);
-    const tags = await direct.query(`SELECT day, tag_key, tag_value, spend::text, requests::int FROM usage_tag_daily ORDER BY 1, 2, 3`);
-    const rawTags = await direct.query(`SELECT (time AT TIME ZONE 'UTC')::date AS day, t.key AS tag_key, t.value AS tag_value,
+    const tags = await direct.query(
+      `SELECT day, tag_key, tag_value, spend::text, requests::int FROM usage_tag_daily ORDER BY 1, 2, 3`,
+    );
+    const rawTags =
+      await direct.query(`SELECT (time AT TIME ZONE 'UTC')::date AS day, t.key AS tag_key, t.value AS tag_value,
       sum(cost)::text AS spend, count(*)::int AS requests
       FROM usage_events CROSS JOIN LATERAL jsonb_each_text(tags) AS t(key, value) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`);
     expect(tags).toEqual(rawTags);
@@ -160,13 +185,19 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
 
     // The key cache's refresh loop survived: a revocation reaches the daemon.
     await revokeKey(direct, spareKey);
-    await eventually(async () => {
-      const res = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
-        method: 'POST', headers: { authorization: `Bearer ${spareKey}`, 'content-type': 'application/json' }, body: '{}',
-      });
-      await res.arrayBuffer();
-      return res.status === 401;
-    }, 10_000, 'the revocation');
+    await eventually(
+      async () => {
+        const res = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${spareKey}`, 'content-type': 'application/json' },
+          body: '{}',
+        });
+        await res.arrayBuffer();
+        return res.status === 401;
+      },
+      10_000,
+      'the revocation',
+    );
     // The budget monitor said it lost the store, and that it has it back.
     expect(logs.some((l) => l.msg === 'budget monitor: store reachable again')).toBe(true);
     expect((await fetch(`${daemon.url}/readyz`)).status).toBe(200);
@@ -185,4 +216,3 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
     await relay.up();
   });
 });
-

@@ -105,4 +105,3 @@ describe('daemon shutdown', () => {
     expect(drainMs).toBeLessThan(5_000); // generous for a loaded CI machine; it was 20–27 s
   }, 60_000);
 });
-

@@ -11,7 +11,8 @@ import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
 async function schemaOf(db: Db) {
   const q = (sql: string) => db.query(sql);
   return {
-    columns: await q(`SELECT table_name, column_name, data_type, column_default, is_nullable FROM information_schema.columns
+    columns:
+      await q(`SELECT table_name, column_name, data_type, column_default, is_nullable FROM information_schema.columns
                        WHERE table_schema = 'public' ORDER BY 1, 2`),
     indexes: await q(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1`),
     constraints: await q(`SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
@@ -23,32 +24,36 @@ async function schemaOf(db: Db) {
   };
 }
 
-it('a new data directory starts from the template: the same database as initdb and every migration', { timeout: 180_000 }, async () => {
-  // The template `npm run build` made, or (a checkout without a build) one made here.
-  let templateDir: string | undefined;
-  if (!usableTemplate()) {
-    templateDir = tempDirAtFileEnd('meter-template-');
-    await buildTemplate(templateDir);
-  }
-  const dataDir = tempDirAtFileEnd('meter-from-template-');
-  const fromTemplate = await openEmbedded(dataDir, templateDir ? { template: templateDir } : {});
-  atFileEnd(() => fromTemplate.close());
-  expect(existsSync(join(dataDir, 'pgdata', 'PG_VERSION'))).toBe(true);
-  expect(await migrate(fromTemplate)).toEqual([]); // nothing left to apply
+it(
+  'a new data directory starts from the template: the same database as initdb and every migration',
+  { timeout: 180_000 },
+  async () => {
+    // The template `npm run build` made, or (a checkout without a build) one made here.
+    let templateDir: string | undefined;
+    if (!usableTemplate()) {
+      templateDir = tempDirAtFileEnd('meter-template-');
+      await buildTemplate(templateDir);
+    }
+    const dataDir = tempDirAtFileEnd('meter-from-template-');
+    const fromTemplate = await openEmbedded(dataDir, templateDir ? { template: templateDir } : {});
+    atFileEnd(() => fromTemplate.close());
+    expect(existsSync(join(dataDir, 'pgdata', 'PG_VERSION'))).toBe(true);
+    expect(await migrate(fromTemplate)).toEqual([]); // nothing left to apply
 
-  const migrated = await openEmbedded(undefined, { template: false });
-  atFileEnd(() => migrated.close());
-  expect((await migrate(migrated)).length).toBeGreaterThan(0);
+    const migrated = await openEmbedded(undefined, { template: false });
+    atFileEnd(() => migrated.close());
+    expect((await migrate(migrated)).length).toBeGreaterThan(0);
 
-  expect(await schemaOf(fromTemplate)).toEqual(await schemaOf(migrated));
+    expect(await schemaOf(fromTemplate)).toEqual(await schemaOf(migrated));
 
-  // Data written to it survives a restart like any store's (it is not reloaded from the template).
-  await fromTemplate.exec(`INSERT INTO accounts (name, plan) VALUES ('kept', 'free')`);
-  await fromTemplate.close();
-  const again = await openEmbedded(dataDir, templateDir ? { template: templateDir } : {});
-  atFileEnd(() => again.close());
-  expect(await again.query(`SELECT name FROM accounts WHERE name = 'kept'`)).toEqual([{ name: 'kept' }]);
-});
+    // Data written to it survives a restart like any store's (it is not reloaded from the template).
+    await fromTemplate.exec(`INSERT INTO accounts (name, plan) VALUES ('kept', 'free')`);
+    await fromTemplate.close();
+    const again = await openEmbedded(dataDir, templateDir ? { template: templateDir } : {});
+    atFileEnd(() => again.close());
+    expect(await again.query(`SELECT name FROM accounts WHERE name = 'kept'`)).toEqual([{ name: 'kept' }]);
+  },
+);
 
 it('a template whose fingerprint does not match the migrations is not used', () => {
   const dir = tempDirAtFileEnd('meter-stale-template-');

@@ -27,8 +27,18 @@ describe('embedded store: the worker dies and a new one takes over', () => {
     db = await openEmbedded(tempDir(), { workerFile: dyingWorker });
     atFileEnd(() => db.close());
     await migrate(db);
-    const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
-    writer = new EventWriter({ db, logger, spoolDir: tempDir('meter-spool-'), flushIntervalMs: 25, batchSize: 200, maxBackoffMs: 300 });
+    const logger = pino(
+      { level: 'info' },
+      { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+    );
+    writer = new EventWriter({
+      db,
+      logger,
+      spoolDir: tempDir('meter-spool-'),
+      flushIntervalMs: 25,
+      batchSize: 200,
+      maxBackoffMs: 300,
+    });
     writer.start();
     atFileEnd(() => writer.stop());
   });
@@ -43,25 +53,34 @@ describe('embedded store: the worker dies and a new one takes over', () => {
 
   async function expectEachEventOnce(): Promise<void> {
     await writer.drain(60_000);
-    const [row] = await db.query<{ n: number; distinct: number }>('SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM usage_events');
+    const [row] = await db.query<{ n: number; distinct: number }>(
+      'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM usage_events',
+    );
     expect(row).toEqual({ n: pushed.length, distinct: pushed.length });
     const daily = await db.query<{ k: string; spend: string; requests: number; input: number }>(
-      "SELECT account_id::text || '|' || day::text || '|' || provider || '|' || model AS k, spend::text AS spend, requests::int AS requests, input_tokens::int AS input FROM usage_daily ORDER BY k");
+      "SELECT account_id::text || '|' || day::text || '|' || provider || '|' || model AS k, spend::text AS spend, requests::int AS requests, input_tokens::int AS input FROM usage_daily ORDER BY k",
+    );
     const want = [...expectedDaily(pushed)].map(([k, v]) => ({ k, ...v })).sort((a, b) => (a.k < b.k ? -1 : 1));
     expect(daily).toEqual(want);
   }
 
   // at-start: dies mid-statement, and the first new worker dies while starting too.
-  it.each(['after-commit', 'at-start'])('dies %s: reported, spooled, recovered, each event written once', async (when) => {
-    push(150);
-    await writer.drain();
-    const failedBefore = writer.stats().failedAttempts;
-    await db.query(`SELECT 'meter-test: die ${when}'`);
-    push(300);
-    const deadline = Date.now() + 20_000;
-    while (writer.stats().failedAttempts === failedBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    expect(writer.stats().failedAttempts).toBeGreaterThan(failedBefore);
-    await expectEachEventOnce();
-    expect(lines.some((l) => String((l as { err?: unknown }).err).includes("embedded store's worker stopped"))).toBe(true);
-  });
+  it.each(['after-commit', 'at-start'])(
+    'dies %s: reported, spooled, recovered, each event written once',
+    async (when) => {
+      push(150);
+      await writer.drain();
+      const failedBefore = writer.stats().failedAttempts;
+      await db.query(`SELECT 'meter-test: die ${when}'`);
+      push(300);
+      const deadline = Date.now() + 20_000;
+      while (writer.stats().failedAttempts === failedBefore && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(writer.stats().failedAttempts).toBeGreaterThan(failedBefore);
+      await expectEachEventOnce();
+      expect(lines.some((l) => String((l as { err?: unknown }).err).includes("embedded store's worker stopped"))).toBe(
+        true,
+      );
+    },
+  );
 });

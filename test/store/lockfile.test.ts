@@ -12,7 +12,8 @@ const ROUNDS = 60;
 
 describe('embedded store lock, taken by several processes at once', () => {
   let takers: ChildProcess[] = [];
-  const next = (child: ChildProcess) => new Promise<Answer>((resolve) => child.once('message', (m) => resolve(m as Answer)));
+  const next = (child: ChildProcess) =>
+    new Promise<Answer>((resolve) => child.once('message', (m) => resolve(m as Answer)));
 
   beforeAll(async () => {
     takers = Array.from({ length: TAKERS }, () =>
@@ -27,7 +28,13 @@ describe('embedded store lock, taken by several processes at once', () => {
   it('never lets two processes hold it at the same moment, and one always gets it', { timeout: 120_000 }, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const dir = tempDir();
-      const answers = await Promise.all(takers.map((t) => { const a = next(t); t.send({ dir }); return a; }));
+      const answers = await Promise.all(
+        takers.map((t) => {
+          const a = next(t);
+          t.send({ dir });
+          return a;
+        }),
+      );
       expect(answers.filter((a) => a.error)).toEqual([]);
       const held = answers.flatMap((a) => (a.held ? [a.held] : [])).sort((x, y) => x[0] - y[0]);
       expect(held.length).toBeGreaterThanOrEqual(1);

@@ -36,19 +36,25 @@ describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a cl
   const works = async () => {
     relay.tap(undefined);
     expect(await db.transaction((tx) => tx.query<{ one: number }>('SELECT 1 AS one'))).toEqual([{ one: 1 }]);
-    expect(await db.withAdvisoryLock('chaos', (c) => c.query<{ two: number }>('SELECT 2 AS two'))).toEqual([{ two: 2 }]);
+    expect(await db.withAdvisoryLock('chaos', (c) => c.query<{ two: number }>('SELECT 2 AS two'))).toEqual([
+      { two: 2 },
+    ]);
   };
 
   it('a cut mid-statement fails the transaction, nothing is committed, and the next one works', async () => {
     relay.tap(cutReplyTo('INSERT INTO chaos'));
-    await expect(db.transaction((tx) => tx.query('INSERT INTO chaos VALUES (1)'))).rejects.toThrow(/terminated|ECONNRESET/);
+    await expect(db.transaction((tx) => tx.query('INSERT INTO chaos VALUES (1)'))).rejects.toThrow(
+      /terminated|ECONNRESET/,
+    );
     await works();
     expect(await direct.query('SELECT id FROM chaos WHERE id = 1')).toEqual([]);
   });
 
-  it("a lost COMMIT acknowledgement fails the transaction, though the server committed", async () => {
+  it('a lost COMMIT acknowledgement fails the transaction, though the server committed', async () => {
     relay.tap(cutAfterCommit('INSERT INTO chaos'));
-    await expect(db.transaction((tx) => tx.query('INSERT INTO chaos VALUES (2)'))).rejects.toThrow(/terminated|ECONNRESET/);
+    await expect(db.transaction((tx) => tx.query('INSERT INTO chaos VALUES (2)'))).rejects.toThrow(
+      /terminated|ECONNRESET/,
+    );
     await works();
     expect(await direct.query<{ id: number }>('SELECT id FROM chaos WHERE id = 2')).toEqual([{ id: 2 }]);
   });
@@ -65,12 +71,15 @@ describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a cl
 
   it('a cut while an advisory lock is held fails fn, and the lock is free again', async () => {
     relay.tap(cutReplyTo('SELECT 3 AS cut'));
-    await expect(db.tryAdvisoryLock('chaos-lock', (c) => c.query('SELECT 3 AS cut'))).rejects.toThrow(/terminated|ECONNRESET/);
+    await expect(db.tryAdvisoryLock('chaos-lock', (c) => c.query('SELECT 3 AS cut'))).rejects.toThrow(
+      /terminated|ECONNRESET/,
+    );
     relay.tap(undefined);
     // The dead session's lock goes with it: another session takes it.
     const deadline = Date.now() + 5_000;
     let got: unknown;
-    while (got === undefined && Date.now() < deadline) got = await direct.tryAdvisoryLock('chaos-lock', async () => 'mine');
+    while (got === undefined && Date.now() < deadline)
+      got = await direct.tryAdvisoryLock('chaos-lock', async () => 'mine');
     expect(got).toBe('mine');
     await works();
   });
@@ -90,7 +99,8 @@ describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a cl
     let killed = 0;
     while (killed === 0 && Date.now() < deadline) {
       [{ killed }] = (await direct.query<{ killed: number }>(
-        "SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity WHERE query LIKE '%terminate-me''%' AND pid <> pg_backend_pid()")) as [{ killed: number }];
+        "SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity WHERE query LIKE '%terminate-me''%' AND pid <> pg_backend_pid()",
+      )) as [{ killed: number }];
     }
     expect(killed).toBe(1);
     expect(String(await settled)).toMatch(/terminat/);
@@ -114,4 +124,3 @@ describe.skipIf(!postgresUrl)('PostgreSQL store: connections that die while a cl
     await nowhere.close();
   });
 });
-

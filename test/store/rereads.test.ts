@@ -62,15 +62,25 @@ describeEachBackend('re-reads of an idle daemon', (backend) => {
     await db.query(`UPDATE plans SET monthly_call_quota = 1000 WHERE name = 'pro'`);
     let now = new Date();
     const monitor = new BudgetMonitor(db, silentLogger, { intervalMs: 20, now: () => now });
-    const plans = createPlans({ config: { keyRefreshMs: 60_000, flushIntervalMs: 20 }, logger: silentLogger, store: db });
+    const plans = createPlans({
+      config: { keyRefreshMs: 60_000, flushIntervalMs: 20 },
+      logger: silentLogger,
+      store: db,
+    });
     await monitor.start();
     await plans.component.start();
-    stops.push(() => monitor.stop(), () => plans.component.stop!());
+    stops.push(
+      () => monitor.stop(),
+      () => plans.component.stop!(),
+    );
 
     // Half a second of 20 ms intervals with nothing written.
     const idle = { budget: calls('meter_budget_states'), quota: calls('meter_quota_counts') };
     await sleep(500);
-    const read = { budget: calls('meter_budget_states') - idle.budget, quota: calls('meter_quota_counts') - idle.quota };
+    const read = {
+      budget: calls('meter_budget_states') - idle.budget,
+      quota: calls('meter_quota_counts') - idle.quota,
+    };
     if (backend.name === 'embedded') {
       // This process is the only writer: at most the one read after start-up's own writes.
       expect(read.budget).toBeLessThanOrEqual(1);

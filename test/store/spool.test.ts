@@ -9,7 +9,10 @@ interface Item {
   n: number;
 }
 
-const segments = (dir: string) => readdirSync(dir).filter((f) => f.startsWith('seg-')).sort();
+const segments = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.startsWith('seg-'))
+    .sort();
 
 /** Ships everything like the writer does: flush, read, ack; returns what was shipped. Each
  *  batch must be one JSON array of its events, as the database reads it. */
@@ -100,9 +103,11 @@ describe('Spool', () => {
     expect(spool.backlogBytes()).toBe(segments(dir).reduce((sum, f) => sum + readFileSync(join(dir, f)).length, 0));
     // events keep arriving while the backlog drains
     let next = total;
-    const shipped = numbers(await drainAll(spool, 20, () => {
-      for (let i = 0; i < 10 && next < total + 300; i++) spool.push({ n: next++ });
-    }));
+    const shipped = numbers(
+      await drainAll(spool, 20, () => {
+        for (let i = 0; i < 10 && next < total + 300; i++) spool.push({ n: next++ });
+      }),
+    );
     expect(shipped).toEqual(Array.from({ length: total + 300 }, (_, n) => n));
     expect(spool.stats()).toMatchObject({ backlog: 0, buffered: 0 });
     expect(spool.backlogBytes()).toBe(0);
@@ -131,7 +136,13 @@ describe('Spool', () => {
     await spool.flush();
     const batch = (await spool.read(10))!;
     expect(batch.count).toBe(5);
-    for (const [from, to] of [[0, 5], [0, 2], [2, 5], [1, 2], [4, 5]] as const) {
+    for (const [from, to] of [
+      [0, 5],
+      [0, 2],
+      [2, 5],
+      [1, 2],
+      [4, 5],
+    ] as const) {
       const part = slice(batch, from, to);
       expect(JSON.parse(part.json.toString())).toEqual(items.slice(from, to));
       for (let i = 0; i < part.count; i++) expect(JSON.parse(lineOf(part, i))).toEqual(items[from + i]);
@@ -173,8 +184,14 @@ describe('Spool', () => {
     await spool.deadLetter([lineOf(batch, 1), lineOf(batch, 2)], '22P02: invalid input syntax for type json');
     await spool.ack(batch);
     expect(await spool.close()).toBe(0);
-    const letters = readFileSync(spool.deadLetterPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(letters[0]).toMatchObject({ reason: 'unreadable spool line (22P02: invalid input syntax for type json)', line: '\u0000\u0000garbage' });
+    const letters = readFileSync(spool.deadLetterPath, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(letters[0]).toMatchObject({
+      reason: 'unreadable spool line (22P02: invalid input syntax for type json)',
+      line: '\u0000\u0000garbage',
+    });
     expect(letters[1]).toMatchObject({ reason: '22P02: invalid input syntax for type json', event: { n: 2 } });
     expect(segments(dir)).toHaveLength(0);
   });

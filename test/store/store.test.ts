@@ -13,63 +13,70 @@ import { makeEvent } from '../analytics/helpers/seed.js';
 import { silentLogger } from '../budget/helpers/seed.js';
 import { createTestDatabase, describeEachBackend, postgresUrl, tempDir } from '../helpers/stores.js';
 
-describeEachBackend('store', (backend) => {
-  let db: Db;
-  // Opening starts PGlite (embedded) or the TimescaleDB engine: WASM, slow on a loaded machine.
-  beforeAll(async () => {
-    db = await backend.open();
-  }, 120_000);
+describeEachBackend(
+  'store',
+  (backend) => {
+    let db: Db;
+    // Opening starts PGlite (embedded) or the TimescaleDB engine: WASM, slow on a loaded machine.
+    beforeAll(async () => {
+      db = await backend.open();
+    }, 120_000);
 
-  it('applies every migration once, and a second run is a no-op', async () => {
-    const versions = (await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version'))
-      .map((r) => r.version);
-    expect(versions).toEqual(loadMigrations(undefined, db.kind).map((m) => m.version));
-    expect(await migrate(db)).toEqual([]);
-  });
+    it('applies every migration once, and a second run is a no-op', async () => {
+      const versions = (
+        await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')
+      ).map((r) => r.version);
+      expect(versions).toEqual(loadMigrations(undefined, db.kind).map((m) => m.version));
+      expect(await migrate(db)).toEqual([]);
+    });
 
-  it('has the schema later features build on, with the default plans', async () => {
-    const tables = (await db.query<{ table_name: string }>(
-      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`,
-    )).map((r) => r.table_name);
-    for (const t of ['accounts', 'api_keys', 'plans', 'usage_events', 'usage_daily', 'usage_tag_daily']) {
-      expect(tables).toContain(t);
-    }
-    const plans = await db.query<{ name: string; monthly_call_quota: number | null; max_active_keys: number }>(
-      'SELECT name, monthly_call_quota, max_active_keys FROM plans ORDER BY name',
-    );
-    expect(plans).toEqual([
-      { name: 'free', monthly_call_quota: 10000, max_active_keys: 2 },
-      { name: 'pro', monthly_call_quota: null, max_active_keys: 25 },
-    ]);
-  });
+    it('has the schema later features build on, with the default plans', async () => {
+      const tables = (
+        await db.query<{ table_name: string }>(
+          `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`,
+        )
+      ).map((r) => r.table_name);
+      for (const t of ['accounts', 'api_keys', 'plans', 'usage_events', 'usage_daily', 'usage_tag_daily']) {
+        expect(tables).toContain(t);
+      }
+      const plans = await db.query<{ name: string; monthly_call_quota: number | null; max_active_keys: number }>(
+        'SELECT name, monthly_call_quota, max_active_keys FROM plans ORDER BY name',
+      );
+      expect(plans).toEqual([
+        { name: 'free', monthly_call_quota: 10000, max_active_keys: 2 },
+        { name: 'pro', monthly_call_quota: null, max_active_keys: 25 },
+      ]);
+    });
 
-  it('keeps money exact: NUMERIC(20,8) round-trips as a decimal string, sums included', async () => {
-    await db.exec(`CREATE TABLE IF NOT EXISTS money_t (v numeric(20,8))`);
-    await db.query('INSERT INTO money_t VALUES ($1), ($2), ($3)', ['0.1', '0.2', '123456789012.00000001']);
-    const [row] = await db.query<{ s: string; d: string; n: string }>(
-      `SELECT sum(v) AS s, '2026-11-21'::date AS d, 9007199254740993::int8 AS n FROM money_t`,
-    );
-    expect(row).toEqual({ s: '123456789012.30000001', d: '2026-11-21', n: '9007199254740993' });
-  });
+    it('keeps money exact: NUMERIC(20,8) round-trips as a decimal string, sums included', async () => {
+      await db.exec(`CREATE TABLE IF NOT EXISTS money_t (v numeric(20,8))`);
+      await db.query('INSERT INTO money_t VALUES ($1), ($2), ($3)', ['0.1', '0.2', '123456789012.00000001']);
+      const [row] = await db.query<{ s: string; d: string; n: string }>(
+        `SELECT sum(v) AS s, '2026-11-21'::date AS d, 9007199254740993::int8 AS n FROM money_t`,
+      );
+      expect(row).toEqual({ s: '123456789012.30000001', d: '2026-11-21', n: '9007199254740993' });
+    });
 
-  it('rolls a failed transaction back', async () => {
-    await expect(
-      db.transaction(async (tx) => {
-        await tx.query(`INSERT INTO accounts (name) VALUES ('rolled-back')`);
-        throw new Error('boom');
-      }),
-    ).rejects.toThrow('boom');
-    expect(await db.query(`SELECT 1 FROM accounts WHERE name = 'rolled-back'`)).toEqual([]);
-    const [acct] = await db.transaction((tx) => tx.query<{ plan: string }>(
-      `INSERT INTO accounts (name) VALUES ('kept') RETURNING plan`,
-    ));
-    expect(acct).toEqual({ plan: 'free' });
-  });
+    it('rolls a failed transaction back', async () => {
+      await expect(
+        db.transaction(async (tx) => {
+          await tx.query(`INSERT INTO accounts (name) VALUES ('rolled-back')`);
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      expect(await db.query(`SELECT 1 FROM accounts WHERE name = 'rolled-back'`)).toEqual([]);
+      const [acct] = await db.transaction((tx) =>
+        tx.query<{ plan: string }>(`INSERT INTO accounts (name) VALUES ('kept') RETURNING plan`),
+      );
+      expect(acct).toEqual({ plan: 'free' });
+    });
 
-  it('answers ping while open and not after close', async () => {
-    expect(await db.ping()).toBe(true);
-  });
-}, { timescale: true });
+    it('answers ping while open and not after close', async () => {
+      expect(await db.ping()).toBe(true);
+    });
+  },
+  { timescale: true },
+);
 
 describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
   it('two daemons migrating one database together do not race', async () => {
@@ -112,8 +119,12 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
         await budgets.refresh();
       }
       const prepared = await db.query<{ name: string; calls: number }>(
-        `SELECT name, (generic_plans + custom_plans)::int AS calls FROM pg_prepared_statements ORDER BY name`);
-      expect(prepared).toEqual([{ name: 'meter_budget_states', calls: 3 }, { name: 'meter_quota_counts', calls: 3 }]);
+        `SELECT name, (generic_plans + custom_plans)::int AS calls FROM pg_prepared_statements ORDER BY name`,
+      );
+      expect(prepared).toEqual([
+        { name: 'meter_budget_states', calls: 3 },
+        { name: 'meter_quota_counts', calls: 3 },
+      ]);
     } finally {
       await db.close();
     }
@@ -144,7 +155,9 @@ async function expectBatchPreparedOnce(db: Db): Promise<void> {
   const accountId = '0190a0b0-0000-4000-8000-00000000000a';
   const time = '2026-11-24T12:00:00.000Z';
   for (let i = 0; i < 8; i++) {
-    const events = Array.from({ length: 3 }, () => makeEvent({ accountId, time, model: `o'brien \\ "q" ${i}`, tags: { team: "it's" } }));
+    const events = Array.from({ length: 3 }, () =>
+      makeEvent({ accountId, time, model: `o'brien \\ "q" ${i}`, tags: { team: "it's" } }),
+    );
     expect(await insertBatch(db, events)).toEqual({ inserted: 3 });
   }
   const prepared = await db.query<{ name: string; calls: string; generic_plans: string }>(
@@ -154,10 +167,14 @@ async function expectBatchPreparedOnce(db: Db): Promise<void> {
   expect(prepared[0]).toMatchObject({ name: `meter_insert_events_${db.kind}`, calls: '8' });
   expect(Number(prepared[0]!.generic_plans)).toBeGreaterThan(0);
   const daily = await db.query<{ model: string; requests: string }>(
-    'SELECT model, requests::text FROM usage_daily WHERE account_id = $1 ORDER BY model', [accountId]);
+    'SELECT model, requests::text FROM usage_daily WHERE account_id = $1 ORDER BY model',
+    [accountId],
+  );
   expect(daily).toHaveLength(8);
   expect(daily[0]).toEqual({ model: `o'brien \\ "q" 0`, requests: '3' });
-  expect(await db.query(`SELECT DISTINCT tags->>'team' AS team FROM usage_events WHERE account_id = $1`, [accountId])).toEqual([{ team: "it's" }]);
+  expect(
+    await db.query(`SELECT DISTINCT tags->>'team' AS team FROM usage_events WHERE account_id = $1`, [accountId]),
+  ).toEqual([{ team: "it's" }]);
 }
 
 describe('embedded store: the event batch', () => {

@@ -35,7 +35,10 @@ const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10);
 const startOfDay = (t: number) => Math.floor(t / DAY) * DAY;
 
 async function account(db: Db, plan: string): Promise<string> {
-  const [row] = await db.query<{ id: string }>(`INSERT INTO accounts (name, plan) VALUES ($1, $2) RETURNING id`, [`a${randomUUID().slice(0, 8)}`, plan]);
+  const [row] = await db.query<{ id: string }>(`INSERT INTO accounts (name, plan) VALUES ($1, $2) RETURNING id`, [
+    `a${randomUUID().slice(0, 8)}`,
+    plan,
+  ]);
   await db.query(`UPDATE accounts SET plan_changed_at = now() - interval '400 days' WHERE id = $1`, [row!.id]);
   return row!.id;
 }
@@ -46,7 +49,9 @@ const ev = (accountId: string, time: number, cost = '0.00000123', tags: Record<s
 async function dayRow(db: Db, accountId: string, day: string) {
   const [row] = await db.query<{ spend: string; requests: string }>(
     `SELECT coalesce(sum(spend), 0)::text AS spend, coalesce(sum(requests), 0)::text AS requests FROM usage_daily
-      WHERE account_id = $1 AND day = $2::date`, [accountId, day]);
+      WHERE account_id = $1 AND day = $2::date`,
+    [accountId, day],
+  );
   return row!;
 }
 
@@ -59,19 +64,32 @@ describe('TimescaleDB mode', () => {
   it('is chosen for a new database where TimescaleDB can be created: a hypertable of 1-day chunks and real-time aggregates with the plain types', async () => {
     expect(db.kind).toBe('timescale');
     const [ht] = await db.query<{ interval: string }>(
-      `SELECT time_interval::text AS interval FROM timescaledb_information.dimensions WHERE hypertable_name = 'usage_events'`);
+      `SELECT time_interval::text AS interval FROM timescaledb_information.dimensions WHERE hypertable_name = 'usage_events'`,
+    );
     expect(ht).toEqual({ interval: '1 day' });
-    expect(await db.query(`SELECT view_name, materialized_only FROM timescaledb_information.continuous_aggregates ORDER BY 1`))
-      .toEqual([{ view_name: 'usage_daily', materialized_only: false }, { view_name: 'usage_tag_daily', materialized_only: false }]);
-    const columns = (d: Db, table: string) => d.query<{ name: string; type: string }>(
-      `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
-        WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, [table]);
+    expect(
+      await db.query(
+        `SELECT view_name, materialized_only FROM timescaledb_information.continuous_aggregates ORDER BY 1`,
+      ),
+    ).toEqual([
+      { view_name: 'usage_daily', materialized_only: false },
+      { view_name: 'usage_tag_daily', materialized_only: false },
+    ]);
+    const columns = (d: Db, table: string) =>
+      d.query<{ name: string; type: string }>(
+        `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+        WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+        [table],
+      );
     if (postgresUrl) {
       const plain = openPostgres(await createTestDatabase());
       atFileEnd(() => plain.close());
       await migrate(plain);
       for (const table of ['usage_daily', 'usage_tag_daily']) {
-        expect(await columns(db, table)).toEqual([...await columns(plain, table), { name: 'bucket', type: 'timestamp with time zone' }]);
+        expect(await columns(db, table)).toEqual([
+          ...(await columns(plain, table)),
+          { name: 'bucket', type: 'timestamp with time zone' },
+        ]);
       }
     }
   });
@@ -93,7 +111,8 @@ describe('TimescaleDB mode', () => {
     const refresher = aggregateRefresher({ store: db, logger: pino({ level: 'silent' }), intervalMs: 100 });
     refresher.start!();
     try {
-      await expect.poll(() => dayRow(db, acct, yesterday), { timeout: 30_000, interval: 100 })
+      await expect
+        .poll(() => dayRow(db, acct, yesterday), { timeout: 30_000, interval: 100 })
         .toEqual({ spend: '3.00000003', requests: '2' });
     } finally {
       await refresher.stop!();
@@ -103,11 +122,15 @@ describe('TimescaleDB mode', () => {
     expect(nextRefreshDelay(Date.UTC(2026, 4, 1, 23, 59, 30))).toBe(32_000);
   }, 60_000);
 
-  it('retention drops chunks only past the longest plan retention and compresses past the shortest; a refresh then keeps every account\'s days', async () => {
+  it("retention drops chunks only past the longest plan retention and compresses past the shortest; a refresh then keeps every account's days", async () => {
     const free = await account(db, 'free'); // 7 days
     const pro = await account(db, 'pro'); // 90 days
     const ages = [1, 8, 30, 100];
-    for (const a of [free, pro]) await insertBatch(db, ages.map((age) => ev(a, now - age * DAY, '0.5')));
+    for (const a of [free, pro])
+      await insertBatch(
+        db,
+        ages.map((age) => ev(a, now - age * DAY, '0.5')),
+      );
     // Materialize the history once (what the conversion does); afterwards the daemon keeps it.
     await refreshAggregates(db, { from: new Date(now - 120 * DAY) });
 
@@ -115,21 +138,33 @@ describe('TimescaleDB mode', () => {
     expect(result!.rawEvents).toBe(0); // no per-account DELETE
     expect(result!.timescale!.droppedChunks).toBeGreaterThanOrEqual(1);
     expect(result!.timescale!.compressedChunks).toBeGreaterThanOrEqual(2);
-    const left = async (a: string) => (await db.query<{ age: number }>(
-      `SELECT round(extract(epoch FROM ($2::timestamptz - time)) / 86400)::int AS age FROM usage_events WHERE account_id = $1 ORDER BY 1`,
-      [a, new Date(now)])).map((r) => r.age);
+    const left = async (a: string) =>
+      (
+        await db.query<{ age: number }>(
+          `SELECT round(extract(epoch FROM ($2::timestamptz - time)) / 86400)::int AS age FROM usage_events WHERE account_id = $1 ORDER BY 1`,
+          [a, new Date(now)],
+        )
+      ).map((r) => r.age);
     expect(await left(free)).toEqual([1, 8, 30]);
     expect(await left(pro)).toEqual([1, 8, 30]);
     // A late pro event on the day the free account's raw events are past its plan: the refresh
     // recomputes that day, and the free account's day stays (it was never deleted).
     await insertBatch(db, [ev(pro, now - 30 * DAY + 1, '0.25')]);
     await refreshAggregates(db, { now });
-    for (const [a, spend, requests] of [[free, '0.50000000', '1'], [pro, '0.75000000', '2']] as const) {
+    for (const [a, spend, requests] of [
+      [free, '0.50000000', '1'],
+      [pro, '0.75000000', '2'],
+    ] as const) {
       expect(await dayRow(db, a, dayOf(now - 30 * DAY))).toEqual({ spend, requests });
       expect(await dayRow(db, a, dayOf(now - 100 * DAY))).toEqual({ spend: '0.50000000', requests: '1' }); // chunk dropped, day kept
     }
     // Per-plan retention is a visibility limit: the free account lists only its last 7 days.
-    const listed = async (a: string) => ((await listEvents(db, a, { limit: 100 }, { retentionVisibility: true, now: new Date(now) })) as { events: unknown[] }).events.length;
+    const listed = async (a: string) =>
+      (
+        (await listEvents(db, a, { limit: 100 }, { retentionVisibility: true, now: new Date(now) })) as {
+          events: unknown[];
+        }
+      ).events.length;
     expect(await listed(free)).toBe(1);
     expect(await listed(pro)).toBe(4);
   }, 60_000);
@@ -142,7 +177,9 @@ describe('TimescaleDB mode', () => {
     await runRetention(db, { now }); // compresses the chunk
     const [chunk] = await db.query<{ is_compressed: boolean }>(
       `SELECT is_compressed FROM timescaledb_information.chunks WHERE hypertable_name = 'usage_events'
-        AND range_start <= $1::timestamptz AND range_end > $1::timestamptz`, [new Date(t)]);
+        AND range_start <= $1::timestamptz AND range_end > $1::timestamptz`,
+      [new Date(t)],
+    );
     expect(chunk).toEqual({ is_compressed: true });
     const late = ev(acct, t + 2, '4');
     expect(await insertBatch(db, [...first, late])).toEqual({ inserted: 1 });
@@ -164,18 +201,28 @@ describe('choosing and converting the mode', () => {
     expect(again.kind).toBe('postgres');
     await again.close();
     expect(lines.join('')).toMatch(/meter migrate --to-timescale/);
-    await expect(openOnEngine({ databaseUrl: url, dataDir: tempDir(), store: 'timescale' }))
-      .rejects.toThrow(/METER_STORE=timescale.*plain PostgreSQL mode.*--to-timescale/);
+    await expect(openOnEngine({ databaseUrl: url, dataDir: tempDir(), store: 'timescale' })).rejects.toThrow(
+      /METER_STORE=timescale.*plain PostgreSQL mode.*--to-timescale/,
+    );
   }, 60_000);
 
-  it.skipIf(!postgresUrl)('METER_STORE=timescale fails with the server\'s message and the preload hint where TimescaleDB is missing', async () => {
-    const err = await openStore({ databaseUrl: await createTestDatabase(), dataDir: tempDir(), store: 'timescale' }).catch((e: Error) => e);
-    expect((err as Error).message).toMatch(/TimescaleDB cannot be used on this database: .*timescaledb.*shared_preload_libraries/);
-    // Without METER_STORE the same server gives a plain database.
-    const db = await openStore({ databaseUrl: await createTestDatabase(), dataDir: tempDir() });
-    expect(db.kind).toBe('postgres');
-    await db.close();
-  });
+  it.skipIf(!postgresUrl)(
+    "METER_STORE=timescale fails with the server's message and the preload hint where TimescaleDB is missing",
+    async () => {
+      const err = await openStore({
+        databaseUrl: await createTestDatabase(),
+        dataDir: tempDir(),
+        store: 'timescale',
+      }).catch((e: Error) => e);
+      expect((err as Error).message).toMatch(
+        /TimescaleDB cannot be used on this database: .*timescaledb.*shared_preload_libraries/,
+      );
+      // Without METER_STORE the same server gives a plain database.
+      const db = await openStore({ databaseUrl: await createTestDatabase(), dataDir: tempDir() });
+      expect(db.kind).toBe('postgres');
+      await db.close();
+    },
+  );
 
   it('meter migrate --to-timescale keeps every analytics answer, including days retention deleted and capped tag values', async () => {
     const url = await timescaleDatabase();
@@ -186,13 +233,16 @@ describe('choosing and converting the mode', () => {
     for (const a of [free, pro]) {
       for (let age = 0; age < 40; age += 3) {
         for (let i = 0; i < 3; i++) {
-          events.push(ev(a, now - age * DAY - i * 60_000, `${age}.${i}0000001`, { team: ['a', 'b'][i % 2]!, env: 'prod' }));
+          events.push(
+            ev(a, now - age * DAY - i * 60_000, `${age}.${i}0000001`, { team: ['a', 'b'][i % 2]!, env: 'prod' }),
+          );
         }
       }
     }
     // One day with more tag values than the plain rollup keeps (the rest go to its overflow row).
     const capped = startOfDay(now - 2 * DAY);
-    for (let i = 0; i < TAG_VALUES_PER_KEY_DAY + 20; i++) events.push(ev(pro, capped + i, '0.00000001', { user: `u${i}` }));
+    for (let i = 0; i < TAG_VALUES_PER_KEY_DAY + 20; i++)
+      events.push(ev(pro, capped + i, '0.00000001', { user: `u${i}` }));
     await insertBatch(db, events);
     await runRetention(db, { now }); // plain mode: the free account's raw events older than 7 days go
     const answers = async (d: Db) => {
@@ -208,7 +258,11 @@ describe('choosing and converting the mode', () => {
     expect(JSON.stringify(before)).toContain('"value":""'); // the overflow row is part of the answer
     await closeOnEngine(db, url);
 
-    const res = await runCli(['migrate', '--to-timescale', '--json'], { DATABASE_URL: url, METER_DB_POOL_MAX: '1', METER_DATA_DIR: tempDir() });
+    const res = await runCli(['migrate', '--to-timescale', '--json'], {
+      DATABASE_URL: url,
+      METER_DB_POOL_MAX: '1',
+      METER_DATA_DIR: tempDir(),
+    });
     expect(res.stderr).toBe('');
     expect(JSON.parse(res.stdout)).toMatchObject({ store: 'timescale', conversion: 'converted' });
 
@@ -224,8 +278,12 @@ describe('choosing and converting the mode', () => {
     const after = await answers(ts);
     expect(after.slice(5)).toEqual(before.slice(5)); // the pro account's answers did not move
     // The migration records: plain files of the base, then the conversion.
-    expect(await ts.query(`SELECT version, variant FROM schema_migrations WHERE variant IS NOT NULL ORDER BY version`))
-      .toEqual([{ version: 2, variant: 'plain' }, { version: 20, variant: 'timescale' }]);
+    expect(
+      await ts.query(`SELECT version, variant FROM schema_migrations WHERE variant IS NOT NULL ORDER BY version`),
+    ).toEqual([
+      { version: 2, variant: 'plain' },
+      { version: 20, variant: 'timescale' },
+    ]);
   }, 180_000);
 });
 
@@ -234,33 +292,60 @@ describe('the daemon on TimescaleDB', () => {
     const upstream = await startFakeUpstream();
     upstream.respond((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({
-        id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini-2024-07-18',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 },
-      }));
+      res.end(
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 1,
+          model: 'gpt-4o-mini-2024-07-18',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 },
+        }),
+      );
     });
     const config = loadConfig({
-      DATABASE_URL: await timescaleDatabase(), METER_DB_POOL_MAX: '1', METER_PORT: '0', METER_DATA_DIR: tempDir(),
-      METER_FLUSH_INTERVAL_MS: '20', METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
+      DATABASE_URL: await timescaleDatabase(),
+      METER_DB_POOL_MAX: '1',
+      METER_PORT: '0',
+      METER_DATA_DIR: tempDir(),
+      METER_FLUSH_INTERVAL_MS: '20',
+      METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
     });
     const lines: string[] = [];
-    const daemon = await startDaemon(config, pino({ level: 'info' }, { write: (l: string) => lines.push(l) }), components);
+    const daemon = await startDaemon(
+      config,
+      pino({ level: 'info' }, { write: (l: string) => lines.push(l) }),
+      components,
+    );
     try {
-      const started = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'store: timescale');
-      expect(started).toMatchObject({ store: 'timescale', postgresql: '17.5', timescaledb: expect.stringMatching(/^2\.2[3-9]/) });
+      const started = lines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.msg === 'store: timescale');
+      expect(started).toMatchObject({
+        store: 'timescale',
+        postgresql: '17.5',
+        timescaledb: expect.stringMatching(/^2\.2[3-9]/),
+      });
       await createAccount(daemon.store, 'ts-e2e', 'pro');
       const { key } = await createKey(daemon.store, 'ts-e2e');
       const call = await fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
-        method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-metering-tags': 'team=ts' },
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-metering-tags': 'team=ts' },
         body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] }),
       });
       expect(call.status).toBe(200);
       await call.text();
-      const summary = async () => (await (await fetch(`${daemon.url}/analytics/summary`, { headers: { authorization: `Bearer ${key}` } })).json()) as { requests: number; spend: number };
+      const summary = async () =>
+        (await (
+          await fetch(`${daemon.url}/analytics/summary`, { headers: { authorization: `Bearer ${key}` } })
+        ).json()) as { requests: number; spend: number };
       await expect.poll(async () => (await summary()).requests, { timeout: 20_000, interval: 50 }).toBe(1);
       expect((await summary()).spend).toBeGreaterThan(0);
-      const byTag = await (await fetch(`${daemon.url}/analytics/by-tag?key=team&period=month`, { headers: { authorization: `Bearer ${key}` } })).json();
+      const byTag = await (
+        await fetch(`${daemon.url}/analytics/by-tag?key=team&period=month`, {
+          headers: { authorization: `Bearer ${key}` },
+        })
+      ).json();
       expect(byTag).toMatchObject({ groups: [{ value: 'ts', requests: 1 }] });
     } finally {
       await daemon.close();

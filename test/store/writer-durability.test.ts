@@ -15,7 +15,10 @@ import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
 /** pino lines, kept to check what the writer tells the operator. */
 function captureLogger() {
   const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'info' },
+    { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+  );
   return { logger, lines };
 }
 
@@ -37,7 +40,9 @@ const liveHeap = async () => {
 };
 
 async function countEvents(db: Db): Promise<{ n: number; distinct: number }> {
-  const [row] = await db.query<{ n: number; distinct: number }>('SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM usage_events');
+  const [row] = await db.query<{ n: number; distinct: number }>(
+    'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM usage_events',
+  );
   return row!;
 }
 
@@ -63,8 +68,14 @@ describe.skipIf(!postgresUrl)('EventWriter durability, PostgreSQL behind a relay
 
   const writer = (opts: Partial<EventWriterOptions> & { logger?: pino.Logger } = {}) => {
     const w = new EventWriter({
-      db: viaRelay, logger: pino({ level: 'silent' }), spoolDir: tempDir('meter-spool-'),
-      flushIntervalMs: 25, batchSize: 500, maxBackoffMs: 200, stopTimeoutMs: 1_500, ...opts,
+      db: viaRelay,
+      logger: pino({ level: 'silent' }),
+      spoolDir: tempDir('meter-spool-'),
+      flushIntervalMs: 25,
+      batchSize: 500,
+      maxBackoffMs: 200,
+      stopTimeoutMs: 1_500,
+      ...opts,
     });
     w.start();
     writers.push(w);
@@ -92,8 +103,11 @@ describe.skipIf(!postgresUrl)('EventWriter durability, PostgreSQL behind a relay
     await w.drain();
     expect(await countEvents(direct)).toEqual({ n: 1_100, distinct: 1_100 });
     const daily = await direct.query<{ spend: string; requests: number }>(
-      "SELECT account_id::text || '|' || day::text || '|' || provider || '|' || model AS k, spend::text AS spend, requests::int AS requests, input_tokens::int AS input FROM usage_daily ORDER BY k");
-    const want = [...expectedDaily([...before, ...during])].map(([k, v]) => ({ k, ...v })).sort((a, b) => (a.k < b.k ? -1 : 1));
+      "SELECT account_id::text || '|' || day::text || '|' || provider || '|' || model AS k, spend::text AS spend, requests::int AS requests, input_tokens::int AS input FROM usage_daily ORDER BY k",
+    );
+    const want = [...expectedDaily([...before, ...during])]
+      .map(([k, v]) => ({ k, ...v }))
+      .sort((a, b) => (a.k < b.k ? -1 : 1));
     expect(daily).toEqual(want);
   });
 
@@ -159,4 +173,3 @@ describe.skipIf(!postgresUrl)('EventWriter durability, PostgreSQL behind a relay
     await relay.up();
   });
 });
-

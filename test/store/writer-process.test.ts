@@ -47,8 +47,13 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
 
   async function start(dataDir: string, flushMs: number): Promise<RunningDaemon> {
     const d = await spawnDaemon(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'start'], {
-      METER_PORT: '0', METER_HOST: '127.0.0.1', METER_DATA_DIR: dataDir, DATABASE_URL: relay.urlFor(url),
-      METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`, METER_FLUSH_INTERVAL_MS: String(flushMs), METER_LOG_LEVEL: 'info',
+      METER_PORT: '0',
+      METER_HOST: '127.0.0.1',
+      METER_DATA_DIR: dataDir,
+      DATABASE_URL: relay.urlFor(url),
+      METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
+      METER_FLUSH_INTERVAL_MS: String(flushMs),
+      METER_LOG_LEVEL: 'info',
     });
     running.add(d);
     d.child.once('exit', () => running.delete(d));
@@ -58,7 +63,12 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
   async function call(d: RunningDaemon): Promise<string> {
     const res = await fetch(`${d.url}/proxy/openai/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'x-provider-authorization': 'Bearer sk-test', 'content-type': 'application/json', 'x-metering-tags': 'team=durability' },
+      headers: {
+        authorization: `Bearer ${key}`,
+        'x-provider-authorization': 'Bearer sk-test',
+        'content-type': 'application/json',
+        'x-metering-tags': 'team=durability',
+      },
       body: JSON.stringify(chat.expected.request.body),
     });
     expect(res.status).toBe(200);
@@ -68,14 +78,17 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
 
   async function eventsWithIds(ids: string[]): Promise<{ n: number; distinct: number }> {
     const [row] = await direct.query<{ n: number; distinct: number }>(
-      'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM usage_events WHERE event_id = ANY($1::uuid[])', [ids]);
+      'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM usage_events WHERE event_id = ANY($1::uuid[])',
+      [ids],
+    );
     return row!;
   }
 
   async function waitFor(ids: string[], timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while ((await eventsWithIds(ids)).n < ids.length) {
-      if (Date.now() > deadline) throw new Error(`only ${(await eventsWithIds(ids)).n} of ${ids.length} events written`);
+      if (Date.now() > deadline)
+        throw new Error(`only ${(await eventsWithIds(ids)).n} of ${ids.length} events written`);
       await sleep(100);
     }
   }
@@ -92,12 +105,31 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
     expect(await eventsWithIds(ids)).toEqual({ n: 25, distinct: 25 });
     const [row] = await direct.query<Record<string, unknown>>(
       `SELECT model, requested_model, input_tokens::int AS input, output_tokens::int AS output, cached_input_tokens::int AS cached,
-              cost::text AS cost, usage_source, status, tags FROM usage_events WHERE event_id = $1`, [ids[0]]);
-    const usage = chat.expected.usage as unknown as { inputTokens: number; outputTokens: number; cachedInputTokens: number };
-    const priced = new Pricer().cost({ provider: 'openai', model: chat.expected.model!, requestedModel: 'gpt-4o', usage: { ...usage, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0 }, time: new Date() });
+              cost::text AS cost, usage_source, status, tags FROM usage_events WHERE event_id = $1`,
+      [ids[0]],
+    );
+    const usage = chat.expected.usage as unknown as {
+      inputTokens: number;
+      outputTokens: number;
+      cachedInputTokens: number;
+    };
+    const priced = new Pricer().cost({
+      provider: 'openai',
+      model: chat.expected.model!,
+      requestedModel: 'gpt-4o',
+      usage: { ...usage, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: 0 },
+      time: new Date(),
+    });
     expect(row).toEqual({
-      model: chat.expected.model, requested_model: 'gpt-4o', input: usage.inputTokens, output: usage.outputTokens,
-      cached: usage.cachedInputTokens, cost: priced.cost, usage_source: 'provider', status: 200, tags: { team: 'durability' },
+      model: chat.expected.model,
+      requested_model: 'gpt-4o',
+      input: usage.inputTokens,
+      output: usage.outputTokens,
+      cached: usage.cachedInputTokens,
+      cost: priced.cost,
+      usage_source: 'provider',
+      status: 200,
+      tags: { team: 'durability' },
     });
     expect(Number(priced.cost)).toBeGreaterThan(0);
   }, 60_000); // a daemon process started from the source; on a CI machine running 4 files at once
@@ -121,14 +153,20 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
     await waitFor(during);
     const all = [...before, ...during];
     expect(await eventsWithIds(all)).toEqual({ n: 50, distinct: 50 });
-    const { total } = (await direct.query<{ total: number }>(
-      "SELECT count(*)::int AS total FROM usage_events WHERE tags->>'team' = 'durability'"))[0]!;
+    const { total } = (
+      await direct.query<{ total: number }>(
+        "SELECT count(*)::int AS total FROM usage_events WHERE tags->>'team' = 'durability'",
+      )
+    )[0]!;
     expect(total).toBe(25 + 50);
     expect(second.stderr()).toMatch(/replaying usage events spooled by a previous run/);
     expect(await second.stop('SIGTERM')).toBe(0);
     // the rollups count each event once
-    const { requests } = (await direct.query<{ requests: number }>(
-      "SELECT sum(requests)::int AS requests FROM usage_tag_daily WHERE tag_key = 'team' AND tag_value = 'durability'"))[0]!;
+    const { requests } = (
+      await direct.query<{ requests: number }>(
+        "SELECT sum(requests)::int AS requests FROM usage_tag_daily WHERE tag_key = 'team' AND tag_value = 'durability'",
+      )
+    )[0]!;
     expect(requests).toBe(75);
   }, 60_000); // two daemon processes started from the source, one after the other
 
@@ -156,7 +194,9 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
     killed = true;
     first.child.kill('SIGKILL');
     await Promise.all(loops);
-    await new Promise((r) => (first.child.exitCode === null && first.child.signalCode === null ? first.child.once('exit', r) : r(null)));
+    await new Promise((r) =>
+      first.child.exitCode === null && first.child.signalCode === null ? first.child.once('exit', r) : r(null),
+    );
 
     await relay.up();
     const second = await start(dataDir, flushMs);
@@ -167,15 +207,23 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
       seen = n;
       await sleep(1_000);
     }
-    const stored = new Set((await direct.query<{ id: string }>(
-      'SELECT event_id::text AS id FROM usage_events WHERE event_id = ANY($1::uuid[])', [ids])).map((r) => r.id));
+    const stored = new Set(
+      (
+        await direct.query<{ id: string }>(
+          'SELECT event_id::text AS id FROM usage_events WHERE event_id = ANY($1::uuid[])',
+          [ids],
+        )
+      ).map((r) => r.id),
+    );
     const lost = ids.filter((id) => !stored.has(id));
     // How long before the kill the oldest lost call was answered (0 when none was lost).
     const window = Math.max(0, ...lost.map((id) => killAt - answeredAt.get(id)!));
     // At most the last flush interval; a margin for timers on a loaded machine.
-    expect(window, `${lost.length} of ${ids.length} answered calls lost, the oldest ${window} ms before the kill`).toBeLessThanOrEqual(flushMs + 150);
+    expect(
+      window,
+      `${lost.length} of ${ids.length} answered calls lost, the oldest ${window} ms before the kill`,
+    ).toBeLessThanOrEqual(flushMs + 150);
     expect(stored.size + lost.length).toBe(ids.length);
     expect(await second.stop('SIGTERM')).toBe(0);
   }, 90_000);
 });
-

@@ -1,8 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { toUnits } from '../../src/budget/money.js';
 import {
-  bucketsFrom, burnPerHour, deriveFigures, hardCapState, monthEndMs, percentile, projectMonthEnd,
-  spendPerMinute, windowStats, type Snapshot, type TopEvent,
+  bucketsFrom,
+  burnPerHour,
+  deriveFigures,
+  hardCapState,
+  monthEndMs,
+  percentile,
+  projectMonthEnd,
+  spendPerMinute,
+  windowStats,
+  type Snapshot,
+  type TopEvent,
 } from '../../cli/top/derive.js';
 
 const NOW = Date.parse('2026-11-24T12:30:30Z'); // 30 s into minute 12:30
@@ -110,17 +119,33 @@ describe('figures', () => {
   it('derives exact money from stored decimals', () => {
     const events = [ev(2, '0.20000000'), ev(1, '0.10000000', { tags: { team: 'search' } })]; // oldest first
     const snapshot: Snapshot = {
-      account: 'acme', plan: 'pro', accounts: ['acme'], nowMs: NOW, intervalS: 1, windowS: 60,
+      account: 'acme',
+      plan: 'pro',
+      accounts: ['acme'],
+      nowMs: NOW,
+      intervalS: 1,
+      windowS: 60,
       month: { spend: '80.30000000', requests: '1200', budget: '100.00000000', hard_cap: true, levels_fired: [50, 80] },
       byModel: [{ provider: 'openai', model: 'gpt-4o-mini', spend: '80.30000000', requests: '1200' }],
-      tagKey: 'team', tagKeys: ['env', 'team'],
-      byTag: [{ value: 'search', spend: '0.10000000', requests: '1' }, { value: null, spend: '80.20000000', requests: '1199' }],
-      buckets: bucketsFrom(events), events, tailSize: 1,
+      tagKey: 'team',
+      tagKeys: ['env', 'team'],
+      byTag: [
+        { value: 'search', spend: '0.10000000', requests: '1' },
+        { value: null, spend: '80.20000000', requests: '1199' },
+      ],
+      buckets: bucketsFrom(events),
+      events,
+      tailSize: 1,
     };
     const f = deriveFigures(snapshot);
     expect(f.month).toEqual({
-      month: '2026-11', spend: '80.3', requests: '1200', budget: '100', utilization_pct: '80.3',
-      hard_cap: 'on', levels_fired: [50, 80],
+      month: '2026-11',
+      spend: '80.3',
+      requests: '1200',
+      budget: '100',
+      utilization_pct: '80.3',
+      hard_cap: 'on',
+      levels_fired: [50, 80],
     });
     expect(f.burn.per_hour_5m).toBe('4'); // 0.3 $ in 270 s
     expect(f.by_tag.groups[1]).toEqual({ value: null, spend: '80.2', requests: '1199' });

@@ -13,7 +13,12 @@ import type { FrameState } from '../../cli/top/layout.js';
 import { TopView } from '../../cli/top/view.js';
 
 const NOW = Date.parse('2026-11-24T12:30:30Z');
-const MODELS: [string, string][] = [['openai', 'gpt-4o-mini'], ['anthropic', 'claude-sonnet-4-20250514'], ['groq', 'llama-3.3-70b-versatile'], ['gemini', 'gemini-2.5-flash']];
+const MODELS: [string, string][] = [
+  ['openai', 'gpt-4o-mini'],
+  ['anthropic', 'claude-sonnet-4-20250514'],
+  ['groq', 'llama-3.3-70b-versatile'],
+  ['gemini', 'gemini-2.5-flash'],
+];
 const TEAMS = ['search', 'ads', 'growth'];
 
 /** 240 calls over the last hour, deterministic: costs, statuses, latencies and tags vary. */
@@ -24,7 +29,8 @@ const events: TopEvent[] = Array.from({ length: 240 }, (_, i) => {
     id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
     recordedUs: (NOW - n * 15_000) * 1000,
     timeMs: NOW - n * 15_000 - 1200,
-    provider, model,
+    provider,
+    model,
     status: n % 23 === 0 ? 429 : 200,
     inputTokens: String(800 + n * 13),
     outputTokens: String(120 + (n % 7) * 40),
@@ -37,27 +43,44 @@ const events: TopEvent[] = Array.from({ length: 240 }, (_, i) => {
 });
 
 const figures = deriveFigures({
-  account: 'acme', plan: 'pro', accounts: ['acme', 'beta'], nowMs: NOW, intervalS: 1, windowS: 60,
+  account: 'acme',
+  plan: 'pro',
+  accounts: ['acme', 'beta'],
+  nowMs: NOW,
+  intervalS: 1,
+  windowS: 60,
   month: { spend: '412.34567891', requests: '48210', budget: '500', hard_cap: true, levels_fired: [50, 80] },
   byModel: [
     { provider: 'anthropic', model: 'claude-sonnet-4-20250514', spend: '250.12000000', requests: '12000' },
     { provider: 'openai', model: 'gpt-4o-mini', spend: '100.00000001', requests: '30000' },
     { provider: 'gemini', model: 'gemini-2.5-flash', spend: '62.22567890', requests: '6210' },
   ],
-  tagKey: 'team', tagKeys: ['env', 'feature', 'team'],
+  tagKey: 'team',
+  tagKeys: ['env', 'feature', 'team'],
   byTag: [
     { value: 'search', spend: '300.00000000', requests: '30000' },
     { value: 'ads', spend: '100.34567891', requests: '15000' },
     { value: null, spend: '12.00000000', requests: '3210' },
   ],
-  buckets: bucketsFrom(events), events, tailSize: 100,
+  buckets: bucketsFrom(events),
+  events,
+  tailSize: 100,
 });
 
 function frame(state: FrameState): string {
-  const app = render(<Box width={state.width} flexShrink={0}><TopView figures={figures} state={state} color={false} /></Box>);
+  const app = render(
+    <Box width={state.width} flexShrink={0}>
+      <TopView figures={figures} state={state} color={false} />
+    </Box>,
+  );
   const text = app.lastFrame() ?? '';
   app.unmount();
-  return text.split('\n').map((l) => l.trimEnd()).join('\n') + '\n';
+  return (
+    text
+      .split('\n')
+      .map((l) => l.trimEnd())
+      .join('\n') + '\n'
+  );
 }
 
 function matches(name: string, text: string): void {
@@ -88,6 +111,8 @@ describe('meter top frames', () => {
     expect(frame({ width: 80, height: 24, paused: true })).toContain('PAUSED');
     const help = frame({ width: 80, height: 24, help: true });
     expect(help).toContain('month end  spend so far + the 60-minute burn rate × hours left in the month');
-    expect(frame({ width: 80, height: 24, error: 'connection refused' })).toContain('refresh failed: connection refused');
+    expect(frame({ width: 80, height: 24, error: 'connection refused' })).toContain(
+      'refresh failed: connection refused',
+    );
   });
 });

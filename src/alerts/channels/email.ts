@@ -14,13 +14,23 @@ export function smtpSettings(smtpUrl: string): { url: string; from: string } {
 
 /** E-mail through METER_SMTP_URL with nodemailer; one connection per message (alerts are rare). */
 export const sendEmail: ChannelSender = async (channel, alert, opts) => {
-  if (!opts.smtpUrl) return { ok: false, error: 'METER_SMTP_URL is not set: e-mail alerts need an SMTP server (smtp://user:pass@host:587)' };
+  if (!opts.smtpUrl)
+    return {
+      ok: false,
+      error: 'METER_SMTP_URL is not set: e-mail alerts need an SMTP server (smtp://user:pass@host:587)',
+    };
   const { url, from } = smtpSettings(opts.smtpUrl);
   // Same bound as the HTTP channels (nodemailer's own defaults are minutes); no SMTP logging.
   const t = opts.timeoutMs;
   // Loaded on the first e-mail: most daemons never send one.
   const { default: nodemailer } = await import('nodemailer');
-  const transport = nodemailer.createTransport({ url, connectionTimeout: t, greetingTimeout: t, socketTimeout: t, logger: false });
+  const transport = nodemailer.createTransport({
+    url,
+    connectionTimeout: t,
+    greetingTimeout: t,
+    socketTimeout: t,
+    logger: false,
+  });
   const top = alertTopLines(alert);
   const text = [
     alertHeadline(alert),

@@ -5,7 +5,12 @@ const MAX_ERROR_BODY = 300;
 
 /** POSTs a JSON body with a hard timeout; 2xx is success. Redirects are not followed: an
  *  incoming-webhook address that redirects is misconfigured. */
-export async function postJson(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<SendOutcome> {
+export async function postJson(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<SendOutcome> {
   try {
     // undici's full API is loaded on the first alert; the proxy itself needs only its Pool.
     const { request } = await import('undici');
@@ -29,9 +34,10 @@ export async function postJson(url: string, body: string, headers: Record<string
       : { ok, statusCode: res.statusCode, error: `HTTP ${res.statusCode}${snippet ? `: ${snippet}` : ''}` };
   } catch (err) {
     const e = err as Error & { code?: string };
-    const error = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT'
-      ? `no answer within ${timeoutMs} ms`
-      : e.message;
+    const error =
+      e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT'
+        ? `no answer within ${timeoutMs} ms`
+        : e.message;
     return { ok: false, error };
   }
 }

@@ -7,14 +7,23 @@ import { sendWebhook } from './webhook.js';
 
 export type { SendOptions, SendOutcome } from './types.js';
 
-const senders: Record<ChannelKind, ChannelSender> = { slack: sendSlack, teams: sendTeams, email: sendEmail, webhook: sendWebhook };
+const senders: Record<ChannelKind, ChannelSender> = {
+  slack: sendSlack,
+  teams: sendTeams,
+  email: sendEmail,
+  webhook: sendWebhook,
+};
 
 export interface DeliveryResult extends SendOutcome {
   durationMs: number;
 }
 
 /** Sends one alert to one channel; never throws, always says how long it took. */
-export async function sendToChannel(channel: AlertChannel, alert: BudgetAlert, opts: SendOptions): Promise<DeliveryResult> {
+export async function sendToChannel(
+  channel: AlertChannel,
+  alert: BudgetAlert,
+  opts: SendOptions,
+): Promise<DeliveryResult> {
   const started = performance.now();
   let outcome: SendOutcome;
   try {

@@ -9,7 +9,10 @@ export const sendTeams: ChannelSender = (channel, alert, opts) => {
     { type: 'TextBlock', text: alertHeadline(alert), size: 'Medium', weight: 'Bolder', wrap: true },
     { type: 'FactSet', facts: alertFacts(alert).map(([title, value]) => ({ title, value })) },
   ];
-  for (const [title, lines] of [['Top models', top.models], ['Top tags', top.tags]] as const) {
+  for (const [title, lines] of [
+    ['Top models', top.models],
+    ['Top tags', top.tags],
+  ] as const) {
     if (lines.length === 0) continue;
     body.push({ type: 'TextBlock', text: title, weight: 'Bolder', spacing: 'Medium' });
     body.push({ type: 'TextBlock', text: lines.map((l) => `- ${l}`).join('\r'), wrap: true });
@@ -17,11 +20,18 @@ export const sendTeams: ChannelSender = (channel, alert, opts) => {
   body.push({ type: 'TextBlock', text: `meter · event ${alert.id}`, isSubtle: true, size: 'Small', wrap: true });
   const message = {
     type: 'message',
-    attachments: [{
-      contentType: 'application/vnd.microsoft.card.adaptive',
-      contentUrl: null,
-      content: { $schema: 'http://adaptivecards.io/schemas/adaptive-card.json', type: 'AdaptiveCard', version: '1.4', body },
-    }],
+    attachments: [
+      {
+        contentType: 'application/vnd.microsoft.card.adaptive',
+        contentUrl: null,
+        content: {
+          $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+          type: 'AdaptiveCard',
+          version: '1.4',
+          body,
+        },
+      },
+    ],
   };
   return postJson(channel.target, JSON.stringify(message), {}, opts.timeoutMs);
 };

@@ -15,8 +15,13 @@ export const sendWebhook: ChannelSender = (channel, alert, opts) => {
   if (!channel.secret) return Promise.resolve({ ok: false, error: 'webhook channel has no signing secret' });
   const body = webhookBody(alert);
   const t = Math.floor((opts.now?.() ?? new Date()).getTime() / 1000);
-  return postJson(channel.target, body, {
-    'meter-event-id': alert.id,
-    'meter-signature': signWebhook(channel.secret, body, t),
-  }, opts.timeoutMs);
+  return postJson(
+    channel.target,
+    body,
+    {
+      'meter-event-id': alert.id,
+      'meter-signature': signWebhook(channel.secret, body, t),
+    },
+    opts.timeoutMs,
+  );
 };

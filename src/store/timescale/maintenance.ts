@@ -27,15 +27,21 @@ export async function loadHorizons(db: Queryable): Promise<Horizons> {
     `SELECT max(raw_retention_days) AS longest, min(raw_retention_days) AS shortest,
             max(rollup_retention_months) AS months FROM plans`,
   );
-  return { longestRawDays: row?.longest ?? 90, shortestRawDays: row?.shortest ?? 7, longestRollupMonths: row?.months ?? 13 };
+  return {
+    longestRawDays: row?.longest ?? 90,
+    shortestRawDays: row?.shortest ?? 7,
+    longestRollupMonths: row?.months ?? 13,
+  };
 }
 
 /** The continuous aggregates over usage_events (their names differ in a converted database). */
 export async function aggregateNames(db: Queryable): Promise<string[]> {
-  return (await db.query<{ name: string }>(
-    `SELECT format('%I.%I', view_schema, view_name) AS name FROM timescaledb_information.continuous_aggregates
+  return (
+    await db.query<{ name: string }>(
+      `SELECT format('%I.%I', view_schema, view_name) AS name FROM timescaledb_information.continuous_aggregates
       WHERE hypertable_name = 'usage_events' ORDER BY view_name`,
-  )).map((r) => r.name);
+    )
+  ).map((r) => r.name);
 }
 
 const floorDay = (t: number) => Math.floor(t / DAY) * DAY;
@@ -51,7 +57,10 @@ export function refreshWindow(now: number, longestRawDays: number): { start: Dat
 
 /** Refreshes every aggregate over the window, or over [from, today) when given (conversion:
  *  the whole history once). Each CALL is its own statement, outside any transaction. */
-export async function refreshAggregates(db: Queryable, opts: { now?: number; horizons?: Horizons; from?: Date } = {}): Promise<number> {
+export async function refreshAggregates(
+  db: Queryable,
+  opts: { now?: number; horizons?: Horizons; from?: Date } = {},
+): Promise<number> {
   const now = opts.now ?? Date.now();
   const window = opts.from
     ? { start: new Date(floorDay(opts.from.getTime())), end: new Date(floorDay(now)) }
@@ -59,7 +68,9 @@ export async function refreshAggregates(db: Queryable, opts: { now?: number; hor
   if (!window || window.start >= window.end) return 0;
   const names = await aggregateNames(db);
   for (const name of names) {
-    await db.query(`CALL refresh_continuous_aggregate(${literal(name)}, ${literal(window.start.toISOString())}, ${literal(window.end.toISOString())})`);
+    await db.query(
+      `CALL refresh_continuous_aggregate(${literal(name)}, ${literal(window.start.toISOString())}, ${literal(window.end.toISOString())})`,
+    );
   }
   return names.length;
 }
@@ -75,30 +86,41 @@ export interface TimescaleRetentionResult {
 export async function timescaleRetention(db: Queryable, now = Date.now()): Promise<TimescaleRetentionResult> {
   const h = await loadHorizons(db);
   await refreshAggregates(db, { now, horizons: h });
-  const count = async (sql: string, params: unknown[]) => Number((await db.query<{ n: string }>(sql, params))[0]?.n ?? 0);
+  const count = async (sql: string, params: unknown[]) =>
+    Number((await db.query<{ n: string }>(sql, params))[0]?.n ?? 0);
 
   const rawCutoff = new Date(now - h.longestRawDays * DAY);
-  const droppedChunks = await count(`SELECT count(*) AS n FROM drop_chunks('usage_events', older_than => $1::timestamptz)`, [rawCutoff]);
+  const droppedChunks = await count(
+    `SELECT count(*) AS n FROM drop_chunks('usage_events', older_than => $1::timestamptz)`,
+    [rawCutoff],
+  );
 
   const compressBefore = new Date(now - h.shortestRawDays * DAY);
-  const chunks = (await db.query<{ chunk: string }>(
-    `SELECT format('%I.%I', chunk_schema, chunk_name) AS chunk FROM timescaledb_information.chunks
+  const chunks = (
+    await db.query<{ chunk: string }>(
+      `SELECT format('%I.%I', chunk_schema, chunk_name) AS chunk FROM timescaledb_information.chunks
       WHERE hypertable_name = 'usage_events' AND NOT is_compressed AND range_end <= $1::timestamptz ORDER BY range_start`,
-    [compressBefore],
-  )).map((r) => r.chunk);
+      [compressBefore],
+    )
+  ).map((r) => r.chunk);
   for (const chunk of chunks) await db.query('SELECT compress_chunk($1::regclass, if_not_compressed => true)', [chunk]);
 
   const d = new Date(now);
   const rollupCutoff = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - h.longestRollupMonths, 1));
   let droppedAggregateChunks = 0;
   for (const name of await aggregateNames(db)) {
-    droppedAggregateChunks += await count(`SELECT count(*) AS n FROM drop_chunks($1::regclass, older_than => $2::timestamptz)`, [name, rollupCutoff]);
+    droppedAggregateChunks += await count(
+      `SELECT count(*) AS n FROM drop_chunks($1::regclass, older_than => $2::timestamptz)`,
+      [name, rollupCutoff],
+    );
   }
   let carriedRows = 0;
   for (const table of ['usage_daily_carried', 'usage_tag_daily_carried']) {
     const [exists] = await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [table]);
     if (!exists?.t) continue;
-    carriedRows += (await db.query(`DELETE FROM ${table} WHERE day < $1::date RETURNING 1`, [rollupCutoff.toISOString().slice(0, 10)])).length;
+    carriedRows += (
+      await db.query(`DELETE FROM ${table} WHERE day < $1::date RETURNING 1`, [rollupCutoff.toISOString().slice(0, 10)])
+    ).length;
   }
   return { droppedChunks, compressedChunks: chunks.length, droppedAggregateChunks, carriedRows };
 }

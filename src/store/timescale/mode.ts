@@ -8,7 +8,8 @@ const MIN_TEXT = MIN_TIMESCALEDB.join('.');
 
 export type StoreChoice = 'postgres' | 'timescale';
 
-const PRELOAD_HINT = "TimescaleDB must be installed on the server and loaded at its start: shared_preload_libraries = 'timescaledb' in postgresql.conf, then restart PostgreSQL";
+const PRELOAD_HINT =
+  "TimescaleDB must be installed on the server and loaded at its start: shared_preload_libraries = 'timescaledb' in postgresql.conf, then restart PostgreSQL";
 
 /** Thrown when METER_STORE or the conversion asks for a mode the server cannot give. */
 export class StoreModeError extends Error {
@@ -21,7 +22,9 @@ const atLeastMin = (version: string | null | undefined): boolean => {
 };
 
 /** The installed and the available TimescaleDB versions (null when absent). */
-export async function timescaleVersions(db: Queryable): Promise<{ installed: string | null; available: string | null }> {
+export async function timescaleVersions(
+  db: Queryable,
+): Promise<{ installed: string | null; available: string | null }> {
   const [row] = await db.query<{ installed: string | null; available: string | null }>(
     `SELECT (SELECT extversion FROM pg_extension WHERE extname = 'timescaledb') AS installed,
             (SELECT default_version FROM pg_available_extensions WHERE name = 'timescaledb') AS available`,
@@ -39,7 +42,9 @@ export async function ensureTimescale(db: Queryable): Promise<string> {
   }
   const { installed } = await timescaleVersions(db);
   if (!atLeastMin(installed)) {
-    throw new StoreModeError(`TimescaleDB ${installed} is too old: meter's TimescaleDB mode needs ${MIN_TEXT} or later`);
+    throw new StoreModeError(
+      `TimescaleDB ${installed} is too old: meter's TimescaleDB mode needs ${MIN_TEXT} or later`,
+    );
   }
   return installed!;
 }
@@ -54,18 +59,24 @@ export async function chooseMode(db: Db, opts: { store?: StoreChoice; logger?: L
   const mode = await schemaMode(db);
   if (mode === 'timescale') {
     if (opts.store === 'postgres') {
-      throw new StoreModeError('METER_STORE=postgres, but this database is in TimescaleDB mode (usage_daily is a continuous aggregate): unset METER_STORE or set it to timescale');
+      throw new StoreModeError(
+        'METER_STORE=postgres, but this database is in TimescaleDB mode (usage_daily is a continuous aggregate): unset METER_STORE or set it to timescale',
+      );
     }
     return 'timescale';
   }
   if (mode === 'plain') {
     if (opts.store === 'timescale') {
-      throw new StoreModeError('METER_STORE=timescale, but this database is in plain PostgreSQL mode: `meter migrate --to-timescale` converts it in place');
+      throw new StoreModeError(
+        'METER_STORE=timescale, but this database is in plain PostgreSQL mode: `meter migrate --to-timescale` converts it in place',
+      );
     }
     const { installed, available } = await timescaleVersions(db);
     if (opts.store !== 'postgres' && atLeastMin(installed ?? available)) {
-      opts.logger?.info({ timescaledb: installed ?? available },
-        'TimescaleDB is available on this server; the database stays in plain PostgreSQL mode until `meter migrate --to-timescale` converts it');
+      opts.logger?.info(
+        { timescaledb: installed ?? available },
+        'TimescaleDB is available on this server; the database stays in plain PostgreSQL mode until `meter migrate --to-timescale` converts it',
+      );
     }
     return 'postgres';
   }

@@ -31,15 +31,22 @@ export function aggregateRefresher(opts: { store: Db; logger: Logger; intervalMs
       if (failing) logger.info('continuous aggregates refreshed again');
       failing = false;
     } catch (err) {
-      if (!failing) logger.warn({ err: { message: (err as Error).message } }, 'refreshing the continuous aggregates failed; will retry');
+      if (!failing)
+        logger.warn(
+          { err: { message: (err as Error).message } },
+          'refreshing the continuous aggregates failed; will retry',
+        );
       failing = true;
     }
   };
   const schedule = () => {
     if (stopped) return;
-    timer = setTimeout(() => {
-      running = runOnce().finally(schedule);
-    }, nextRefreshDelay(Date.now(), opts.intervalMs));
+    timer = setTimeout(
+      () => {
+        running = runOnce().finally(schedule);
+      },
+      nextRefreshDelay(Date.now(), opts.intervalMs),
+    );
     timer.unref();
   };
 

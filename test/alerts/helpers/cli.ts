@@ -38,7 +38,11 @@ export async function runCli(args: string[], run: StoreRunner): Promise<CliResul
   } catch (err) {
     if (err instanceof CommanderError) return { code: err.exitCode, stdout, stderr };
     // CliError carries its exit code (UsageError: 2), as cli/main.ts uses it.
-    return { code: (err as { exitCode?: number }).exitCode ?? 1, stdout, stderr: `${stderr}meter: ${(err as Error).message}\n` };
+    return {
+      code: (err as { exitCode?: number }).exitCode ?? 1,
+      stdout,
+      stderr: `${stderr}meter: ${(err as Error).message}\n`,
+    };
   } finally {
     spy.mockRestore();
   }
@@ -50,7 +54,10 @@ export async function runCli(args: string[], run: StoreRunner): Promise<CliResul
  * named commands only, so the commands are tested under that rule; `db` (for seeding and
  * checks) is then the daemon's own store.
  */
-export async function cliStore(backend: Backend, env: Record<string, string> = {}): Promise<{ db: Db; run: StoreRunner }> {
+export async function cliStore(
+  backend: Backend,
+  env: Record<string, string> = {},
+): Promise<{ db: Db; run: StoreRunner }> {
   const config = loadConfig(env);
   if (backend.name === 'postgres') {
     const db = await backend.open();

@@ -35,7 +35,10 @@ export interface TestAccount {
 /** An account row in the store and a test key for it. */
 export async function createAccount(db: Queryable, auth: FixedKeys, plan = 'pro'): Promise<TestAccount> {
   const name = `acct-${randomBytes(4).toString('hex')}`;
-  const [row] = await db.query<{ id: string }>('INSERT INTO accounts (name, plan) VALUES ($1, $2) RETURNING id', [name, plan]);
+  const [row] = await db.query<{ id: string }>('INSERT INTO accounts (name, plan) VALUES ($1, $2) RETURNING id', [
+    name,
+    plan,
+  ]);
   const principal: Principal = { keyId: randomBytes(6).toString('hex'), accountId: row!.id, accountName: name, plan };
   return { principal, key: auth.add(principal) };
 }
@@ -90,7 +93,7 @@ export async function startApi(db: Queryable, auth: Authenticator, now: Date): P
 /** Rewrites every JSON number token as a string, so tests compare exact digits. */
 export function quoteNumbers(json: string): string {
   let out = '';
-  for (let i = 0; i < json.length; ) {
+  for (let i = 0; i < json.length;) {
     const c = json[i]!;
     if (c === '"') {
       let j = i + 1;

@@ -6,7 +6,10 @@ import type { Queryable } from '../../../src/store/types.js';
 export const silentLogger = pino({ level: 'silent' });
 
 export async function createAccount(db: Queryable, name: string, plan: 'free' | 'pro' = 'pro'): Promise<string> {
-  const [row] = await db.query<{ id: string }>('INSERT INTO accounts (name, plan) VALUES ($1, $2) RETURNING id', [name, plan]);
+  const [row] = await db.query<{ id: string }>('INSERT INTO accounts (name, plan) VALUES ($1, $2) RETURNING id', [
+    name,
+    plan,
+  ]);
   return row!.id;
 }
 
@@ -37,7 +40,12 @@ export async function seedSpend(
 }
 
 /** A budget row, as `meter budget set` writes it. */
-export async function setBudgetRow(db: Queryable, accountId: string, monthlyUsd: string, hardCap = false): Promise<void> {
+export async function setBudgetRow(
+  db: Queryable,
+  accountId: string,
+  monthlyUsd: string,
+  hardCap = false,
+): Promise<void> {
   await db.query(
     `INSERT INTO budgets (account_id, monthly_usd, hard_cap) VALUES ($1, $2, $3)
      ON CONFLICT (account_id) DO UPDATE SET monthly_usd = EXCLUDED.monthly_usd, hard_cap = EXCLUDED.hard_cap`,
@@ -46,9 +54,18 @@ export async function setBudgetRow(db: Queryable, accountId: string, monthlyUsd:
 }
 
 /** A webhook channel with a known secret. */
-export async function addWebhook(db: Queryable, accountId: string, url: string, secret = 'test-secret-0123456789'): Promise<string> {
-  const id = Math.floor(Math.random() * 2 ** 48).toString(16).padStart(12, '0');
-  await db.query(`INSERT INTO alert_channels (id, account_id, kind, target, secret) VALUES ($1, $2, 'webhook', $3, $4)`,
-    [id, accountId, url, secret]);
+export async function addWebhook(
+  db: Queryable,
+  accountId: string,
+  url: string,
+  secret = 'test-secret-0123456789',
+): Promise<string> {
+  const id = Math.floor(Math.random() * 2 ** 48)
+    .toString(16)
+    .padStart(12, '0');
+  await db.query(
+    `INSERT INTO alert_channels (id, account_id, kind, target, secret) VALUES ($1, $2, 'webhook', $3, $4)`,
+    [id, accountId, url, secret],
+  );
   return id;
 }
