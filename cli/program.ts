@@ -9,6 +9,7 @@ import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
 import { registerConfig } from './commands/config.js';
 import { registerTop } from './commands/top.js';
+import { registerReconcile } from './commands/reconcile.js';
 import { oneLineErrors } from './usage.js';
 
 /** The `meter` command tree (every command registered, one-line errors set up), not yet parsed. */
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerAlerts(program);
   registerConfig(program);
   registerTop(program);
+  registerReconcile(program);
   oneLineErrors(program);
   return program;
 }

@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { PROVIDER_SLUGS, type ProviderSlug } from './providers/types.js';
+import { Secret } from './reconcile/secret.js';
 
 /** Thrown for a bad setting; the message names the variable and what is allowed. */
 export class ConfigError extends Error {
@@ -35,7 +36,7 @@ const url = (protocols: string[]) =>
       `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
     );
 
-const SECRET_VARS = new Set(['DATABASE_URL', 'METER_SMTP_URL']);
+const SECRET_VARS = new Set(['DATABASE_URL', 'METER_SMTP_URL', 'METER_OPENAI_ADMIN_KEY', 'METER_ANTHROPIC_ADMIN_KEY']);
 
 const upstreamVar = (slug: ProviderSlug) => `METER_UPSTREAM_${slug.toUpperCase()}`;
 
@@ -80,6 +81,16 @@ const envSchema = z.object({
   METER_MAX_BODY_BYTES: int(1_024, 17_179_869_184).optional(),
   METER_METERING_BODY_BYTES: int(1_024, 268_435_456).optional(),
   METER_MAX_DECODED_BYTES: int(1_024, 17_179_869_184).optional(),
+  // Reconciliation (docs/reconciliation.md): organisation admin keys, never logged or stored.
+  METER_OPENAI_ADMIN_KEY: z.string().trim().min(1, 'an OpenAI admin key').optional(),
+  METER_ANTHROPIC_ADMIN_KEY: z.string().trim().min(1, 'an Anthropic Admin API key').optional(),
+  METER_RECONCILE_ALERT_PCT: z
+    .string()
+    .trim()
+    .regex(/^\d{1,3}(\.\d{1,2})?$/, 'a percentage from 0.01 to 100 (e.g. 2 or 0.5)')
+    .transform(Number)
+    .pipe(z.number().min(0.01, 'a percentage from 0.01 to 100').max(100, 'a percentage from 0.01 to 100'))
+    .optional(),
   ...Object.fromEntries(PROVIDER_SLUGS.map((s) => [upstreamVar(s), url(['http:', 'https:']).optional()])),
 });
 
@@ -113,6 +124,10 @@ export interface Config {
   limits: Readonly<Limits>;
   /** Base address override per provider (origin + base path), from METER_UPSTREAM_<SLUG>. */
   upstreams: Partial<Record<ProviderSlug, string>>;
+  /** Organisation admin keys for reconciliation (METER_OPENAI_ADMIN_KEY, METER_ANTHROPIC_ADMIN_KEY). */
+  adminKeys: Readonly<{ openai?: Secret; anthropic?: Secret }>;
+  /** A month's reconciliation difference (percent) past which the drift alert is sent. */
+  reconcileAlertPct: number;
 }
 
 export interface Limits {
@@ -161,6 +176,7 @@ export const DEFAULTS: Readonly<Record<string, string>> = {
   METER_MAX_BODY_BYTES: '536870912',
   METER_METERING_BODY_BYTES: '4194304',
   METER_MAX_DECODED_BYTES: '67108864',
+  METER_RECONCILE_ALERT_PCT: '2',
 };
 
 /** METER_* names that are not daemon settings but are read elsewhere (an application's own
@@ -203,7 +219,8 @@ export function describeConfig(env: NodeJS.ProcessEnv = process.env, flags: Conf
     const flag = flagOf(variable, flags);
     const given = flag ? flags[variable as keyof ConfigFlags] : env[variable] || undefined;
     const value = given ?? DEFAULTS[variable] ?? null;
-    const shown = value !== null && SECRET_VARS.has(variable) ? maskUrl(value) : value;
+    const shown =
+      value !== null && SECRET_VARS.has(variable) ? (variable.endsWith('_ADMIN_KEY') ? '***' : maskUrl(value)) : value;
     const source = flag ? 'flag' : given !== undefined ? 'environment' : value !== null ? 'default' : 'unset';
     return flag ? { variable, value: shown, source, flag } : { variable, value: shown, source };
   });
@@ -293,6 +310,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
       maxDecodedBytes: limit('METER_MAX_DECODED_BYTES'),
     }),
     upstreams: Object.freeze(upstreams),
+    adminKeys: Object.freeze({
+      openai: e.METER_OPENAI_ADMIN_KEY ? new Secret(e.METER_OPENAI_ADMIN_KEY as string) : undefined,
+      anthropic: e.METER_ANTHROPIC_ADMIN_KEY ? new Secret(e.METER_ANTHROPIC_ADMIN_KEY as string) : undefined,
+    }),
+    reconcileAlertPct: (e.METER_RECONCILE_ALERT_PCT as number | undefined) ?? 2,
   });
 }
 

@@ -7,6 +7,7 @@ import { createKey, listKeys, revokeKey, rotateKey } from '../auth/keys.js';
 import { clearBudget, setBudget, showBudget } from '../budget/admin.js';
 import { parseBudgetUsd } from '../budget/money.js';
 import { loadPlans, updatePlan, PLAN_ANALYTICS } from '../plans/plans.js';
+import { reconcileAdminCommands } from '../reconcile/admin.js';
 import type { Db } from '../store/types.js';
 import { checkParams, TOP_STATEMENTS, type NamedStatement } from '../top/statements.js';
 
@@ -55,6 +56,8 @@ function statementCommands<S extends Record<string, NamedStatement>>(statements:
 export const adminCommands = {
   // meter top's reads (src/top/statements.ts).
   ...statementCommands(TOP_STATEMENTS),
+  // meter reconcile's reads and writes (src/reconcile/admin.ts).
+  ...reconcileAdminCommands,
 
   'schema.versions': command(none, (db) =>
     db.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version'),

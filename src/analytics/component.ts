@@ -13,6 +13,7 @@ import { toJson, type JsonValue } from './json.js';
 import { byTagParams, dailyParams, eventsParams, parseParams, summaryParams, type ParamResult } from './params.js';
 import { createPlanGate, type Endpoint, type PlanGate } from './plan-gate.js';
 import { byTag, daily, summary } from './rollup-queries.js';
+import { reconciliationForAccount, reconciliationParams } from '../reconcile/endpoint.js';
 
 export interface AnalyticsOptions {
   store: Queryable;
@@ -49,6 +50,9 @@ export function createAnalytics({
       withParams(parseParams(eventsParams, q), (p) =>
         listEvents(store, who.accountId, p, { retentionVisibility, now: now() }),
       ),
+    // CONTRACT §7: the stored reconciliation results (src/reconcile/endpoint.ts).
+    reconciliation: (who, q) =>
+      withParams(reconciliationParams(q, now()), (p) => reconciliationForAccount(store, who.accountId, p)),
   };
   const routeList = Object.keys(endpoints)
     .map((e) => `/analytics/${e}`)

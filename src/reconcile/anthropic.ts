@@ -1,0 +1,88 @@
+/**
+ * Anthropic's organisation reports (Admin API, checked against its API reference, 
+ * platform.claude.com/docs/en/api/admin): GET /organizations/usage_report/messages (daily
+ * buckets of uncached_input_tokens, cache_read_input_tokens, cache_creation
+ * {ephemeral_1h_input_tokens, ephemeral_5m_input_tokens}, output_tokens, server_tool_use, by
+ * model, api_key_id, workspace_id; no request count) and GET /organizations/cost_report
+ * (amount: a decimal string in cents; with group_by description: model, token_type, cost_type).
+ */
+import { amountToUnits } from './amount.js';
+import { getAllPages, ProviderApiError, type AdminApi } from './http.js';
+import type { ProviderCost, ProviderReport, ProviderUsage } from './types.js';
+
+interface Page<R> {
+  data: { starting_at: string; ending_at: string; results: R[] }[];
+  has_more: boolean;
+  next_page: string | null;
+}
+
+interface UsageResult {
+  uncached_input_tokens?: number;
+  cache_read_input_tokens?: number;
+  cache_creation?: { ephemeral_1h_input_tokens?: number; ephemeral_5m_input_tokens?: number } | null;
+  output_tokens?: number;
+  model?: string | null;
+  api_key_id?: string | null;
+  workspace_id?: string | null;
+  service_tier?: string | null;
+}
+
+interface CostResult {
+  amount?: string;
+  currency?: string;
+  description?: string | null;
+  model?: string | null;
+  token_type?: string | null;
+  cost_type?: string | null;
+  workspace_id?: string | null;
+}
+
+const big = (n: unknown) => (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? BigInt(n) : 0n);
+const day = (rfc3339: string) => new Date(rfc3339).toISOString().slice(0, 10);
+
+export async function fetchAnthropicReport(api: AdminApi, from: string, to: string): Promise<ProviderReport> {
+  const range = { starting_at: `${from}T00:00:00Z`, ending_at: `${to}T00:00:00Z`, bucket_width: '1d', limit: 31 };
+  const usage: ProviderUsage[] = [];
+  for (const page of await getAllPages<Page<UsageResult>>(api, '/organizations/usage_report/messages', {
+    ...range,
+    group_by: ['model', 'api_key_id', 'workspace_id'],
+  }))
+    for (const bucket of page.data ?? [])
+      for (const r of bucket.results ?? []) {
+        const cached = big(r.cache_read_input_tokens);
+        const writes = big(r.cache_creation?.ephemeral_1h_input_tokens) + big(r.cache_creation?.ephemeral_5m_input_tokens);
+        usage.push({
+          date: day(bucket.starting_at),
+          model: r.model ?? '(ungrouped)',
+          requests: null,
+          input_tokens: big(r.uncached_input_tokens) + cached + writes,
+          cached_input_tokens: cached,
+          output_tokens: big(r.output_tokens),
+          groups: { workspace: r.workspace_id ?? null, api_key: r.api_key_id ?? null },
+          service_tier: r.service_tier ?? null,
+          batch: r.service_tier ? r.service_tier === 'batch' : null,
+        });
+      }
+  const costs: ProviderCost[] = [];
+  for (const page of await getAllPages<Page<CostResult>>(api, '/organizations/cost_report', {
+    ...range,
+    group_by: ['workspace_id', 'description'],
+  }))
+    for (const bucket of page.data ?? [])
+      for (const r of bucket.results ?? []) {
+        const currency = (r.currency ?? 'USD').toUpperCase();
+        if (currency !== 'USD') throw new ProviderApiError(`anthropic cost_report is in ${currency}: meter reconciles USD only`);
+        const amount = amountToUnits(r.amount ?? '0', 2);
+        if (amount === undefined) throw new ProviderApiError(`anthropic cost_report: amount ${JSON.stringify(r.amount)} is not a decimal string`);
+        const tokens = (r.cost_type ?? 'tokens') === 'tokens';
+        costs.push({
+          date: day(bucket.starting_at),
+          model: tokens ? (r.model ?? null) : null,
+          item: r.token_type ?? null,
+          description: r.description ?? r.cost_type ?? 'all costs',
+          amount,
+          groups: { workspace: r.workspace_id ?? null },
+        });
+      }
+  return { provider: 'anthropic', usage, costs, costGroupable: ['workspace'] };
+}
