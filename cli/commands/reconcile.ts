@@ -5,7 +5,13 @@ import { reconciliationJson } from '../../src/reconcile/json.js';
 import { ReconcileError, runReconciliation } from '../../src/reconcile/run.js';
 import { ProviderApiError } from '../../src/reconcile/http.js';
 import { MappingError } from '../../src/reconcile/store.js';
-import { RECONCILABLE, type Figures, type MappingKind, type ReconcileProvider, type Reconciliation } from '../../src/reconcile/types.js';
+import {
+  RECONCILABLE,
+  type Figures,
+  type MappingKind,
+  type ReconcileProvider,
+  type Reconciliation,
+} from '../../src/reconcile/types.js';
 import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
 import type { StoreRunner } from './budget.js';
 
@@ -22,7 +28,11 @@ function provider(value: string | undefined): ReconcileProvider {
 }
 
 function day(flag: string, value: string): string {
-  if (!DATE_RE.test(value) || Number.isNaN(Date.parse(`${value}T00:00:00Z`)) || new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) !== value)
+  if (
+    !DATE_RE.test(value) ||
+    Number.isNaN(Date.parse(`${value}T00:00:00Z`)) ||
+    new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) !== value
+  )
     throw new UsageError(`${flag} "${value}" is invalid: expected a UTC date YYYY-MM-DD`);
   return value;
 }
@@ -54,7 +64,9 @@ const n = (v: bigint | null) => (v === null ? '-' : v.toString());
 const pair = (p: Figures, m: Figures, k: keyof Figures) => `${n(p[k])}/${n(m[k])}`;
 
 function printReport(r: Reconciliation): void {
-  out(`${r.provider} ${r.account ? `account ${r.account}` : 'organisation (all accounts)'}, ${r.from} to ${r.to} (UTC, --to exclusive)`);
+  out(
+    `${r.provider} ${r.account ? `account ${r.account}` : 'organisation (all accounts)'}, ${r.from} to ${r.to} (UTC, --to exclusive)`,
+  );
   out('figures are provider/meter');
   printTable(
     r.days.map((d) => ({
@@ -92,12 +104,12 @@ const KINDS: Record<string, MappingKind> = { project: 'project', workspace: 'wor
 function mappingTarget(p: ReconcileProvider, opts: { project?: string; workspace?: string; apiKey?: string }) {
   const given = Object.keys(KINDS).filter((k) => opts[k as keyof typeof opts] !== undefined);
   if (given.length !== 1)
-    throw new UsageError(
-      `give exactly one of ${p === 'openai' ? '--project' : '--workspace'} <id> or --api-key <id>`,
-    );
+    throw new UsageError(`give exactly one of ${p === 'openai' ? '--project' : '--workspace'} <id> or --api-key <id>`);
   const kind = KINDS[given[0]!]!;
-  if (p === 'openai' && kind === 'workspace') throw new UsageError('--workspace is for anthropic; openai has --project');
-  if (p === 'anthropic' && kind === 'project') throw new UsageError('--project is for openai; anthropic has --workspace');
+  if (p === 'openai' && kind === 'workspace')
+    throw new UsageError('--workspace is for anthropic; openai has --project');
+  if (p === 'anthropic' && kind === 'project')
+    throw new UsageError('--project is for openai; anthropic has --workspace');
   return { kind, id: opts[given[0] as keyof typeof opts]! };
 }
 
@@ -107,7 +119,10 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
     .description(
       "meter's figures beside the provider's own usage and cost reports, per UTC day and model, with findings",
     )
-    .option('--provider <name>', 'openai or anthropic (admin key from METER_OPENAI_ADMIN_KEY / METER_ANTHROPIC_ADMIN_KEY)')
+    .option(
+      '--provider <name>',
+      'openai or anthropic (admin key from METER_OPENAI_ADMIN_KEY / METER_ANTHROPIC_ADMIN_KEY)',
+    )
     .option('--account <name>', "only this account's mapped projects, workspaces or API keys (see `reconcile map`)")
     .option('--from <date>', 'first UTC day, inclusive (default: the first day of this month)')
     .option('--to <date>', 'UTC day to stop before, exclusive (default: tomorrow)')
@@ -133,15 +148,26 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
     .option('--api-key <id>', 'a provider API key id (key_… / apikey_…), not the key itself')
     .requiredOption('--account <name>', 'the meter account its traffic belongs to')
     .option('--json', 'print {"provider","kind","external_id","account_id","account"}')
-    .action(async (opts: { provider: string; project?: string; workspace?: string; apiKey?: string; account: string; json?: boolean }) => {
-      const p = provider(opts.provider);
-      const { kind, id } = mappingTarget(p, opts);
-      await run(async (store) => {
-        const m = await asCliError(() => adminCall(store, 'reconcile.map', { provider: p, kind, id, account: opts.account }));
-        if (opts.json) return printJson(m);
-        out(`${p} ${kind.replace('_', ' ')} ${id} → account ${m.account}`);
-      });
-    });
+    .action(
+      async (opts: {
+        provider: string;
+        project?: string;
+        workspace?: string;
+        apiKey?: string;
+        account: string;
+        json?: boolean;
+      }) => {
+        const p = provider(opts.provider);
+        const { kind, id } = mappingTarget(p, opts);
+        await run(async (store) => {
+          const m = await asCliError(() =>
+            adminCall(store, 'reconcile.map', { provider: p, kind, id, account: opts.account }),
+          );
+          if (opts.json) return printJson(m);
+          out(`${p} ${kind.replace('_', ' ')} ${id} → account ${m.account}`);
+        });
+      },
+    );
 
   reconcile
     .command('unmap')
@@ -151,15 +177,21 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
     .option('--workspace <id>', 'an Anthropic workspace id')
     .option('--api-key <id>', 'a provider API key id')
     .option('--json', 'print {"removed"}')
-    .action(async (opts: { provider: string; project?: string; workspace?: string; apiKey?: string; json?: boolean }) => {
-      const p = provider(opts.provider);
-      const { kind, id } = mappingTarget(p, opts);
-      await run(async (store) => {
-        const removed = await adminCall(store, 'reconcile.unmap', { provider: p, kind, id });
-        if (opts.json) return printJson({ removed });
-        out(removed ? `${p} ${kind.replace('_', ' ')} ${id} unmapped` : `${p} ${kind.replace('_', ' ')} ${id} was not mapped`);
-      });
-    });
+    .action(
+      async (opts: { provider: string; project?: string; workspace?: string; apiKey?: string; json?: boolean }) => {
+        const p = provider(opts.provider);
+        const { kind, id } = mappingTarget(p, opts);
+        await run(async (store) => {
+          const removed = await adminCall(store, 'reconcile.unmap', { provider: p, kind, id });
+          if (opts.json) return printJson({ removed });
+          out(
+            removed
+              ? `${p} ${kind.replace('_', ' ')} ${id} unmapped`
+              : `${p} ${kind.replace('_', ' ')} ${id} was not mapped`,
+          );
+        });
+      },
+    );
 
   reconcile
     .command('mappings')

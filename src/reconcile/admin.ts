@@ -44,11 +44,15 @@ const row = z.strictObject({
 const entry = <A extends z.ZodType, R>(args: A, run: (db: Db, a: z.output<A>) => Promise<R>) => ({ args, run });
 
 export const reconcileAdminCommands = {
-  'reconcile.mappings': entry(z.strictObject({ provider: provider.optional() }), (db, a) => listMappings(db, a.provider)),
+  'reconcile.mappings': entry(z.strictObject({ provider: provider.optional() }), (db, a) =>
+    listMappings(db, a.provider),
+  ),
   'reconcile.map': entry(z.strictObject({ provider, kind, id, account: z.string().min(1).max(256) }), (db, a) =>
     addMapping(db, a.provider, a.kind, a.id, a.account),
   ),
-  'reconcile.unmap': entry(z.strictObject({ provider, kind, id }), (db, a) => removeMapping(db, a.provider, a.kind, a.id)),
+  'reconcile.unmap': entry(z.strictObject({ provider, kind, id }), (db, a) =>
+    removeMapping(db, a.provider, a.kind, a.id),
+  ),
   'reconcile.meter': entry(z.strictObject({ provider, from: date, to: date, accountId: uuid.optional() }), (db, a) =>
     meterFigures(db, a.provider, a.from, a.to, a.accountId),
   ),

@@ -1,5 +1,5 @@
 /**
- * Anthropic's organisation reports (Admin API, checked against its API reference, 
+ * Anthropic's organisation reports (Admin API, checked against its API reference,
  * platform.claude.com/docs/en/api/admin): GET /organizations/usage_report/messages (daily
  * buckets of uncached_input_tokens, cache_read_input_tokens, cache_creation
  * {ephemeral_1h_input_tokens, ephemeral_5m_input_tokens}, output_tokens, server_tool_use, by
@@ -50,7 +50,8 @@ export async function fetchAnthropicReport(api: AdminApi, from: string, to: stri
     for (const bucket of page.data ?? [])
       for (const r of bucket.results ?? []) {
         const cached = big(r.cache_read_input_tokens);
-        const writes = big(r.cache_creation?.ephemeral_1h_input_tokens) + big(r.cache_creation?.ephemeral_5m_input_tokens);
+        const writes =
+          big(r.cache_creation?.ephemeral_1h_input_tokens) + big(r.cache_creation?.ephemeral_5m_input_tokens);
         usage.push({
           date: day(bucket.starting_at),
           model: r.model ?? '(ungrouped)',
@@ -71,9 +72,13 @@ export async function fetchAnthropicReport(api: AdminApi, from: string, to: stri
     for (const bucket of page.data ?? [])
       for (const r of bucket.results ?? []) {
         const currency = (r.currency ?? 'USD').toUpperCase();
-        if (currency !== 'USD') throw new ProviderApiError(`anthropic cost_report is in ${currency}: meter reconciles USD only`);
+        if (currency !== 'USD')
+          throw new ProviderApiError(`anthropic cost_report is in ${currency}: meter reconciles USD only`);
         const amount = amountToUnits(r.amount ?? '0', 2);
-        if (amount === undefined) throw new ProviderApiError(`anthropic cost_report: amount ${JSON.stringify(r.amount)} is not a decimal string`);
+        if (amount === undefined)
+          throw new ProviderApiError(
+            `anthropic cost_report: amount ${JSON.stringify(r.amount)} is not a decimal string`,
+          );
         const tokens = (r.cost_type ?? 'tokens') === 'tokens';
         costs.push({
           date: day(bucket.starting_at),

@@ -46,7 +46,13 @@ export function attribute(groups: Groups, byId: Map<string, Mapping>): Mapping |
 }
 
 const groupLabel = (g: Groups) =>
-  g.api_key ? `api key ${g.api_key}` : g.project ? `project ${g.project}` : g.workspace ? `workspace ${g.workspace}` : 'the organisation';
+  g.api_key
+    ? `api key ${g.api_key}`
+    : g.project
+      ? `project ${g.project}`
+      : g.workspace
+        ? `workspace ${g.workspace}`
+        : 'the organisation';
 
 const count = (n: bigint) => n.toLocaleString('en-US');
 
@@ -76,7 +82,10 @@ export function reconcile(input: CompareInput): Reconciliation {
   // Per day: the provider's models, then meter's models renamed to a provider model of the same
   // base when only the snapshot suffix differs.
   const key = (date: string, model: string) => `${date}\u0000${model}`;
-  const rows = new Map<string, { date: string; model: string; provider: Figures; meter: Figures; groups: Map<string, Figures> }>();
+  const rows = new Map<
+    string,
+    { date: string; model: string; provider: Figures; meter: Figures; groups: Map<string, Figures> }
+  >();
   const empty = (cost: bigint | null): Figures => ({
     requests: 0n,
     input_tokens: 0n,
@@ -86,10 +95,17 @@ export function reconcile(input: CompareInput): Reconciliation {
   });
   const row = (date: string, model: string) => {
     let r = rows.get(key(date, model));
-    if (!r) rows.set(key(date, model), (r = { date, model, provider: empty(costKnown ? 0n : null), meter: empty(0n), groups: new Map() }));
+    if (!r)
+      rows.set(
+        key(date, model),
+        (r = { date, model, provider: empty(costKnown ? 0n : null), meter: empty(0n), groups: new Map() }),
+      );
     return r;
   };
-  const add = (f: Figures, u: { requests: bigint | null; input_tokens: bigint; cached_input_tokens: bigint; output_tokens: bigint }) => {
+  const add = (
+    f: Figures,
+    u: { requests: bigint | null; input_tokens: bigint; cached_input_tokens: bigint; output_tokens: bigint },
+  ) => {
     f.requests = f.requests === null || u.requests === null ? null : f.requests + u.requests;
     f.input_tokens += u.input_tokens;
     f.cached_input_tokens += u.cached_input_tokens;
@@ -153,7 +169,13 @@ export function reconcile(input: CompareInput): Reconciliation {
         findings: [],
       };
       if (r.date < input.firstIncompleteDay)
-        day.findings = findingsOf(day, r.groups, meterDays.get(key(r.date, r.model)) ?? [], items.get(key(r.date, r.model)), tol);
+        day.findings = findingsOf(
+          day,
+          r.groups,
+          meterDays.get(key(r.date, r.model)) ?? [],
+          items.get(key(r.date, r.model)),
+          tol,
+        );
       return day;
     });
 
@@ -241,9 +263,7 @@ function findingsOf(
     (providerSilent && meterCalls > 0n);
   if (meterExtra) {
     const by = Object.fromEntries([...sources.entries()].map(([k, v]) => [k, { calls: v.calls, cost: v.cost }]));
-    const list = [...sources.entries()]
-      .map(([k, v]) => `${count(v.calls)} ${k} ($${formatUnits(v.cost)})`)
-      .join(', ');
+    const list = [...sources.entries()].map(([k, v]) => `${count(v.calls)} ${k} ($${formatUnits(v.cost)})`).join(', ');
     findings.push({
       kind: 'meter_only',
       ...base,
@@ -260,7 +280,8 @@ function findingsOf(
     p.cost !== null &&
     !within(m.cost!, p.cost, tol.pct, tol.usd)
   ) {
-    const perMTok = (cost: bigint, tokens: bigint) => (tokens === 0n ? null : formatUnits((cost * 1_000_000n) / tokens));
+    const perMTok = (cost: bigint, tokens: bigint) =>
+      tokens === 0n ? null : formatUnits((cost * 1_000_000n) / tokens);
     const implied: Record<string, string | null> = {
       blended: perMTok(p.cost, p.input_tokens + p.output_tokens),
     };

@@ -54,7 +54,9 @@ export async function getAllPages<T>(api: AdminApi, path: string, query: Query, 
     pages.push(body);
     if (body.has_more !== true) return pages;
     if (typeof body.next_page !== 'string' || body.next_page === '' || body.next_page === page) {
-      throw new ProviderApiError(`${api.provider} ${path} said has_more but gave no new next_page: the report is incomplete`);
+      throw new ProviderApiError(
+        `${api.provider} ${path} said has_more but gave no new next_page: the report is incomplete`,
+      );
     }
     page = body.next_page;
   }
@@ -89,7 +91,11 @@ async function getJson(api: AdminApi, path: string, query: Query): Promise<unkno
     } catch (err) {
       status = 0;
       text = '';
-      last = scrub((err as Error).name === 'TimeoutError' ? `no answer within ${retry.timeoutMs} ms` : String((err as Error).message));
+      last = scrub(
+        (err as Error).name === 'TimeoutError'
+          ? `no answer within ${retry.timeoutMs} ms`
+          : String((err as Error).message),
+      );
     }
     if (status >= 200 && status < 300) {
       try {

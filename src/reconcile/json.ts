@@ -54,7 +54,12 @@ const units = (text: string) => amountToUnits(text) ?? 0n;
 const maybe = (text: string | null) => (text === null ? null : raw(text));
 
 /** /analytics/reconciliation: the stored daily results of one provider, scope and month. */
-export function storedJson(provider: string, month: string, scope: 'account' | 'organisation', rows: ResultRow[]): JsonValue {
+export function storedJson(
+  provider: string,
+  month: string,
+  scope: 'account' | 'organisation',
+  rows: ResultRow[],
+): JsonValue {
   let providerCost: bigint | null = 0n;
   let meterCost = 0n;
   const days = rows.map((r) => {

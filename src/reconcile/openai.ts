@@ -85,9 +85,11 @@ export async function fetchOpenAIReport(
     for (const bucket of page.data ?? [])
       for (const r of bucket.results ?? []) {
         const currency = (r.amount?.currency ?? 'usd').toLowerCase();
-        if (currency !== 'usd') throw new ProviderApiError(`openai costs are in ${currency}: meter reconciles USD only`);
+        if (currency !== 'usd')
+          throw new ProviderApiError(`openai costs are in ${currency}: meter reconciles USD only`);
         const amount = amountToUnits(r.amount?.value ?? 0);
-        if (amount === undefined) throw new ProviderApiError(`openai costs: amount.value ${JSON.stringify(r.amount?.value)} is not a number`);
+        if (amount === undefined)
+          throw new ProviderApiError(`openai costs: amount.value ${JSON.stringify(r.amount?.value)} is not a number`);
         const { model, item } = r.line_item ? splitLineItem(r.line_item) : { model: null, item: null };
         costs.push({
           date: day(bucket.start_time),

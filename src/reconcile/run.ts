@@ -103,7 +103,9 @@ export async function runReconciliation(db: Db, opts: RunOptions): Promise<Recon
       accountId: account?.id,
     });
     const meter: MeterDay[] = meterRows.map((r) => {
-      const by_source = Object.fromEntries(r.sources.map((s) => [s.source, { calls: BigInt(s.calls), cost: units(s.cost) }]));
+      const by_source = Object.fromEntries(
+        r.sources.map((s) => [s.source, { calls: BigInt(s.calls), cost: units(s.cost) }]),
+      );
       const none = by_source.none?.calls ?? 0n;
       return {
         date: r.date,

@@ -50,7 +50,8 @@ export async function meterFigures(
     params,
   );
   const byKey = new Map(totals.map((t) => [`${t.date}\u0000${t.model}`, { ...t, sources: [] as MeterRow['sources'] }]));
-  for (const s of sources) byKey.get(`${s.date}\u0000${s.model}`)?.sources.push({ source: s.source, calls: s.calls, cost: s.cost });
+  for (const s of sources)
+    byKey.get(`${s.date}\u0000${s.model}`)?.sources.push({ source: s.source, calls: s.calls, cost: s.cost });
   return [...byKey.values()];
 }
 
@@ -84,12 +85,16 @@ export async function addMapping(
   return row;
 }
 
-export async function removeMapping(db: Queryable, provider: ReconcileProvider, kind: MappingKind, externalId: string): Promise<boolean> {
-  const rows = await db.query('DELETE FROM reconcile_mappings WHERE provider = $1 AND kind = $2 AND external_id = $3 RETURNING 1', [
-    provider,
-    kind,
-    externalId,
-  ]);
+export async function removeMapping(
+  db: Queryable,
+  provider: ReconcileProvider,
+  kind: MappingKind,
+  externalId: string,
+): Promise<boolean> {
+  const rows = await db.query(
+    'DELETE FROM reconcile_mappings WHERE provider = $1 AND kind = $2 AND external_id = $3 RETURNING 1',
+    [provider, kind, externalId],
+  );
   return rows.length > 0;
 }
 
@@ -126,19 +131,20 @@ export interface SaveRun {
 
 /** Stores a complete run's results in one transaction, replacing the scope's earlier results
  *  for the days it covers (a model that is gone is gone). */
-export async function saveRun(db: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> }, run: SaveRun): Promise<number> {
+export async function saveRun(
+  db: { transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> },
+  run: SaveRun,
+): Promise<number> {
   return db.transaction(async (tx) => {
     const [{ id }] = (await tx.query<{ id: string }>(
       `INSERT INTO reconcile_runs (provider, scope, from_day, to_day, started_at, finished_at, status)
        VALUES ($1, $2, $3::date, $4::date, $5::timestamptz, now(), 'complete') RETURNING id::text AS id`,
       [run.provider, run.scope, run.from, run.to, run.startedAt],
     )) as [{ id: string }];
-    await tx.query('DELETE FROM reconcile_results WHERE provider = $1 AND scope = $2 AND day >= $3::date AND day < $4::date', [
-      run.provider,
-      run.scope,
-      run.from,
-      run.to,
-    ]);
+    await tx.query(
+      'DELETE FROM reconcile_results WHERE provider = $1 AND scope = $2 AND day >= $3::date AND day < $4::date',
+      [run.provider, run.scope, run.from, run.to],
+    );
     if (run.rows.length > 0)
       await tx.query(
         `INSERT INTO reconcile_results (provider, scope, day, model, run_id, provider_requests, provider_input_tokens,
@@ -192,7 +198,11 @@ export async function readResults(
 }
 
 /** When the last complete run of a provider and scope started, or null. */
-export async function lastCompleteRun(db: Queryable, provider: ReconcileProvider, scope: string): Promise<string | null> {
+export async function lastCompleteRun(
+  db: Queryable,
+  provider: ReconcileProvider,
+  scope: string,
+): Promise<string | null> {
   const [row] = await db.query<{ at: string | null }>(
     `SELECT max(started_at)::text AS at FROM reconcile_runs WHERE provider = $1 AND scope = $2 AND status = 'complete'`,
     [provider, scope],

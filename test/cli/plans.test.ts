@@ -16,7 +16,7 @@ describe('meter plans', () => {
         retention_days: 7,
         rollup_months: 13,
         rate_limit_per_min: 60,
-        analytics: ['summary', 'daily'],
+        analytics: ['summary', 'daily', 'reconciliation'],
         hard_cap: false,
       });
       expect(
@@ -29,7 +29,7 @@ describe('meter plans', () => {
       expect(JSON.parse(unlimited.stdout)).toMatchObject({
         name: 'pro',
         monthly_calls: null,
-        analytics: ['summary', 'daily', 'by-tag', 'events'],
+        analytics: ['summary', 'daily', 'by-tag', 'events', 'reconciliation'],
       });
 
       const bad = await runCli(['plans', 'set', 'pro', '--rate-limit', 'fast'], env);
