@@ -117,7 +117,14 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
   const reconcile = program
     .command('reconcile')
     .description(
-      "meter's figures beside the provider's own usage and cost reports, per UTC day and model, with findings",
+      "meter's figures beside the provider's own usage and cost reports, per UTC day and model, with findings; map provider ids to accounts",
+    );
+  // `meter reconcile --provider …` runs `reconcile run`: the group itself has no options, so the
+  // flags after `map` are map's own.
+  reconcile
+    .command('run', { isDefault: true })
+    .description(
+      "meter's figures beside the provider's own usage and cost reports, per UTC day and model, with findings (the default)",
     )
     .option(
       '--provider <name>',

@@ -44,3 +44,8 @@ export function percentOf(a: bigint, b: bigint): string | null {
 }
 
 export const abs = (n: bigint): bigint => (n < 0n ? -n : n);
+
+/** Money inside a finding's extras: written as an exact JSON number of USD. */
+export class Usd {
+  constructor(readonly units: bigint) {}
+}

@@ -2,7 +2,7 @@
  * Holds a provider's report against meter's figures, per UTC day and model: the differences,
  * the totals, and what the differences mean (bypass, price drift, meter-only). Pure: no I/O.
  */
-import { abs, formatUnits, percentOf } from './amount.js';
+import { abs, formatUnits, percentOf, Usd } from './amount.js';
 import type {
   DayResult,
   Figures,
@@ -262,7 +262,9 @@ function findingsOf(
     more(m.output_tokens, p.output_tokens) ||
     (providerSilent && meterCalls > 0n);
   if (meterExtra) {
-    const by = Object.fromEntries([...sources.entries()].map(([k, v]) => [k, { calls: v.calls, cost: v.cost }]));
+    const by = Object.fromEntries(
+      [...sources.entries()].map(([k, v]) => [k, { calls: v.calls, cost: new Usd(v.cost) }]),
+    );
     const list = [...sources.entries()].map(([k, v]) => `${count(v.calls)} ${k} ($${formatUnits(v.cost)})`).join(', ');
     findings.push({
       kind: 'meter_only',

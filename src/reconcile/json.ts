@@ -1,6 +1,6 @@
 /** CONTRACT §7's JSON: money and counts as JSON numbers written from exact decimal text. */
 import { raw, rawOrNull, type JsonValue } from '../budget/json.js';
-import { amountToUnits, formatUnits, percentOf } from './amount.js';
+import { amountToUnits, formatUnits, percentOf, Usd } from './amount.js';
 import type { ResultRow } from './store.js';
 import type { Figures, Reconciliation } from './types.js';
 
@@ -10,6 +10,7 @@ const usd = (n: bigint | null) => (n === null ? null : raw(formatUnits(n)));
 /** Finding extras (bigints inside) as JSON. */
 function jsonOf(value: unknown): JsonValue {
   if (typeof value === 'bigint') return raw(value.toString());
+  if (value instanceof Usd) return raw(formatUnits(value.units));
   if (Array.isArray(value)) return value.map(jsonOf);
   if (value !== null && typeof value === 'object')
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonOf(v)]));

@@ -9,7 +9,7 @@ import { adminCall } from '../admin/client.js';
 import type { Config } from '../config.js';
 import { providers } from '../providers/index.js';
 import type { Db } from '../store/types.js';
-import { amountToUnits, formatUnits } from './amount.js';
+import { amountToUnits, formatUnits, Usd } from './amount.js';
 import { fetchAnthropicReport } from './anthropic.js';
 import { reconcile } from './compare.js';
 import { ProviderApiError, type AdminApi, type RetryOptions } from './http.js';
@@ -154,9 +154,10 @@ export async function runReconciliation(db: Db, opts: RunOptions): Promise<Recon
 
 const text = (n: bigint | null) => (n === null ? null : n.toString());
 
-/** bigints as JSON numbers' text: findings are stored as jsonb. */
+/** bigints and money as JSON numbers: findings are stored as jsonb (informational; the figures have columns). */
 export function plain(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Usd) return Number(formatUnits(value.units));
   if (Array.isArray(value)) return value.map(plain);
   if (value !== null && typeof value === 'object')
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { Usd } from '../../src/reconcile/amount.js';
 import { reconcile } from '../../src/reconcile/compare.js';
 import type { Mapping, MeterDay, ProviderCost, ProviderReport, ProviderUsage } from '../../src/reconcile/types.js';
 
@@ -166,7 +167,7 @@ describe('reconcile: days, totals and findings', () => {
     expect(r.findings[0]).toMatchObject({
       kind: 'meter_only',
       model: 'gpt-4o-mini',
-      by_usage_source: { estimated: { calls: 3n, cost: usd(0.0001) }, none: { calls: 2n, cost: 0n } },
+      by_usage_source: { estimated: { calls: 3n, cost: new Usd(usd(0.0001)) }, none: { calls: 2n, cost: new Usd(0n) } },
     });
     expect(r.findings[0]!.detail).toContain('calls the provider does not show at all');
     expect(r.findings[0]!.detail).toContain('3 estimated ($0.0001), 2 none ($0)');
