@@ -24,12 +24,26 @@ export interface TopTag {
   requests: string;
 }
 
+/** What a `reconciliation.drift` alert adds (src/reconcile/alert.ts): the month's figures. */
+export interface DriftFacts {
+  provider: string;
+  /** The organisation (every account's calls), or the account's mapped projects and keys. */
+  scope: 'organisation' | 'account';
+  from: string;
+  to: string;
+  provider_cost: string;
+  meter_cost: string;
+  diff_usd: string;
+  diff_pct: string;
+  threshold_pct: string;
+}
+
 /** One alert as stored in the outbox payload. Money and counters stay decimal strings so the
  *  webhook body carries them exactly; the same stored alert yields the same body on every retry. */
 export interface BudgetAlert {
   id: string;
-  /** `budget.test` only for `meter alerts test`. */
-  type: 'budget.threshold' | 'budget.test';
+  /** `budget.test` only for `meter alerts test`; `reconciliation.drift`: CONTRACT §7. */
+  type: 'budget.threshold' | 'budget.test' | 'reconciliation.drift';
   account: string;
   month: string;
   /** 50, 80 or 100; null in a test message. */
@@ -41,6 +55,7 @@ export interface BudgetAlert {
   top_models: TopModel[];
   top_tags: TopTag[];
   created_at: string;
+  reconciliation?: DriftFacts;
 }
 
 /** The webhook body of CONTRACT §6, keys in the contract's order, money as exact JSON numbers. */
@@ -62,17 +77,37 @@ export function webhookBody(a: BudgetAlert): string {
     })),
     top_tags: a.top_tags.map((t) => ({ key: t.key, value: t.value, spend: raw(t.spend), requests: raw(t.requests) })),
     created_at: a.created_at,
+    reconciliation: a.reconciliation && {
+      ...a.reconciliation,
+      provider_cost: raw(a.reconciliation.provider_cost),
+      meter_cost: raw(a.reconciliation.meter_cost),
+      diff_usd: raw(a.reconciliation.diff_usd),
+      diff_pct: raw(a.reconciliation.diff_pct),
+      threshold_pct: raw(a.reconciliation.threshold_pct),
+    },
   });
 }
 
 /** One line that says what happened, for chat messages and e-mail subjects. */
 export function alertHeadline(a: BudgetAlert): string {
   if (a.type === 'budget.test') return `Test message from meter for account ${a.account}`;
+  if (a.reconciliation)
+    return `Reconciliation drift: meter's ${a.month} ${a.reconciliation.provider} figures are ${a.reconciliation.diff_pct}% off the provider's own report`;
   return `Budget alert: ${a.account} has reached ${a.level}% of its ${a.month} budget`;
 }
 
 /** Label/value pairs shown by the human-facing channels. */
 export function alertFacts(a: BudgetAlert): [string, string][] {
+  const r = a.reconciliation;
+  if (r)
+    return [
+      ['Account', a.account],
+      ['Scope', r.scope === 'organisation' ? `the ${r.provider} organisation (all accounts)` : 'this account'],
+      ['Days', `${r.from} to ${r.to} (UTC, end exclusive)`],
+      ['Provider cost', `$${r.provider_cost}`],
+      ['Meter cost', `$${r.meter_cost}`],
+      ['Difference', `$${r.diff_usd} (${r.diff_pct}%, alert above ${r.threshold_pct}%)`],
+    ];
   const facts: [string, string][] = [
     ['Account', a.account],
     ['Month', a.month],

@@ -5,6 +5,7 @@ import { meteringComponent, meteringFor } from '../metering/index.js';
 import { plansFor } from '../plans/index.js';
 import { priceTableComponent } from '../pricing/component.js';
 import { proxyComponent } from '../proxy/component.js';
+import { reconcileJob } from '../reconcile/job.js';
 import { aggregateRefresher } from '../store/timescale/refresher.js';
 import type { ComponentFactory } from './daemon.js';
 
@@ -27,4 +28,6 @@ export const components: ComponentFactory[] = [
   // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
   ({ store, logger }) => aggregateRefresher({ store, logger }),
   (ctx) => createAlertDeliverer(ctx),
+  // Reconciliation against the providers' own reports, daily, when an admin key is set.
+  (ctx) => reconcileJob(ctx),
 ];
