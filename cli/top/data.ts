@@ -22,6 +22,7 @@ import {
   type MinuteBuckets,
   type ModelRow,
   type MonthRow,
+  type ReconciliationRow,
   type TagRow,
   type TopEvent,
 } from './derive.js';
@@ -196,6 +197,7 @@ export class TopData {
   private month: MonthRow = { spend: '0', requests: '0', budget: null, hard_cap: false, levels_fired: [] };
   private byModel: ModelRow[] = [];
   private byTag: TagRow[] = [];
+  private reconciliation: ReconciliationRow[] = [];
 
   private async readMonth(): Promise<void> {
     const w = monthWindow(new Date(this.dbNowMs()));
@@ -257,15 +259,18 @@ export class TopData {
       if (this.tagKey === null || !this.tagKeys.includes(this.tagKey)) this.tagKey = this.tagKeys[0] ?? null;
     }
     const tagKey = this.tagKey;
-    const [byModel, byTag] = await Promise.all([
+    const [byModel, byTag, reconciliation] = await Promise.all([
       this.source.run<ModelRow>('top.by_model', [id, w.from, w.to, this.groupRows]),
       tagKey === null
         ? Promise.resolve([])
         : this.source.run<TagRow>('top.by_tag', [id, w.from, w.to, tagKey, this.groupRows]),
+      // A store from before reconciliation (no results table) shows no drift line.
+      this.source.run<ReconciliationRow>('top.reconciliation', [id, w.from, w.to]).catch(() => []),
       this.poll(),
     ]);
     this.byModel = byModel;
     this.byTag = byTag;
+    this.reconciliation = reconciliation;
     return this.figures();
   }
 
@@ -286,6 +291,7 @@ export class TopData {
       buckets: this.buckets,
       events: this.events,
       tailSize: this.tailSize,
+      reconciliation: this.reconciliation,
     });
   }
 

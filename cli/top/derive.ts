@@ -166,6 +166,15 @@ export interface Snapshot {
   /** Recent events, oldest recorded first. */
   events: readonly TopEvent[];
   tailSize: number;
+  /** The month's stored reconciliation per provider (src/top/statements.ts `top.reconciliation`). */
+  reconciliation?: ReconciliationRow[];
+}
+
+export interface ReconciliationRow {
+  provider: string;
+  provider_cost: string | null;
+  meter_cost: string | null;
+  unknown: number;
 }
 
 export interface TailRow {
@@ -205,9 +214,31 @@ export interface Figures {
   by_tag: { key: string | null; keys: string[]; groups: TagRow[] };
   spend_per_minute: string[];
   tail: TailRow[];
+  /** The month's drift from the providers' own reports (empty until a reconciliation ran). */
+  reconciliation: {
+    provider: string;
+    provider_cost: string;
+    meter_cost: string;
+    diff_usd: string;
+    diff_pct: string | null;
+  }[];
 }
 
 const norm = (decimal: string) => formatUnits(toUnits(decimal));
+
+/** Meter minus the provider, and in percent of the provider (2 decimals, toward zero). */
+function driftOf(provider: string, providerCost: string, meterCost: string) {
+  const p = toUnits(providerCost);
+  const diff = toUnits(meterCost) - p;
+  const pct = p === 0n ? null : Number((diff * 10_000n) / p) / 100;
+  return {
+    provider,
+    provider_cost: formatUnits(p),
+    meter_cost: norm(meterCost),
+    diff_usd: formatUnits(diff),
+    diff_pct: pct === null ? null : pct.toFixed(2),
+  };
+}
 
 export function deriveFigures(s: Snapshot): Figures {
   const spend = toUnits(s.month.spend);
@@ -239,6 +270,9 @@ export function deriveFigures(s: Snapshot): Figures {
     by_model: s.byModel.map((r) => ({ ...r, spend: norm(r.spend) })),
     by_tag: { key: s.tagKey, keys: s.tagKeys, groups: s.byTag.map((r) => ({ ...r, spend: norm(r.spend) })) },
     spend_per_minute: spendPerMinute(s.buckets, s.nowMs).map(formatUnits),
+    reconciliation: (s.reconciliation ?? [])
+      .filter((r) => r.unknown === 0 && r.provider_cost !== null && r.meter_cost !== null)
+      .map((r) => driftOf(r.provider, r.provider_cost!, r.meter_cost!)),
     tail: tail.map((e) => ({
       id: e.id,
       time: new Date(e.timeMs).toISOString(),

@@ -44,6 +44,13 @@ export function figuresJson(f: Figures, indent = 0): string {
         cost: raw(t.cost),
         tags: { ...t.tags },
       })),
+      reconciliation: f.reconciliation.map((r) => ({
+        provider: r.provider,
+        provider_cost: raw(r.provider_cost),
+        meter_cost: raw(r.meter_cost),
+        diff_usd: raw(r.diff_usd),
+        diff_pct: rawOrNull(r.diff_pct),
+      })),
     },
     indent,
   );

@@ -212,7 +212,7 @@ function footer(f: Figures, s: FrameState): Line {
 
 /** The whole frame: at most height - 1 lines of at most width characters. */
 export function frameLines(f: Figures, s: FrameState): Line[] {
-  const top = [header(f, s), ...monthLines(f, s), ...rateLines(f, s)];
+  const top = [header(f, s), ...monthLines(f, s), ...driftLines(f), ...rateLines(f, s)];
   const room = Math.max(4, s.height - 1 - top.length - 1); // minus the footer
   let body: Line[];
   if (s.help) {
@@ -224,6 +224,24 @@ export function frameLines(f: Figures, s: FrameState): Line[] {
     body = [...groupTables(f, s, tableRows), ...tailLines(f, s, tailRows)];
   }
   return [...top, ...body, footer(f, s)].map((line) => clip(line, s.width));
+}
+
+/** The month's drift from each provider's own report (`meter reconcile`), once one ran. */
+function driftLines(f: Figures): Line[] {
+  if (f.reconciliation.length === 0) return [];
+  return [
+    [
+      label('Drift '),
+      ...f.reconciliation.flatMap((r, i) => {
+        const off = r.diff_pct !== null && Math.abs(Number(r.diff_pct)) >= 2;
+        return [
+          seg(`${i ? '  ' : ''}${r.provider} `),
+          seg(`${r.diff_pct === null ? '-' : `${r.diff_pct}%`}`, { color: off ? 'yellow' : 'green', bold: off }),
+          seg(` (${usd(r.meter_cost)} vs ${usd(r.provider_cost)} billed)`, { dim: true }),
+        ];
+      }),
+    ],
+  ];
 }
 
 /** Cuts a line's segments at `width` characters. */

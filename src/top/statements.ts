@@ -97,6 +97,18 @@ WHERE account_id = $1::uuid AND recorded_at > ${at(2)} AND event_id <> ALL($3::u
 ORDER BY recorded_at LIMIT $4`,
     params: ['uuid', 'int', 'uuid[]', 'int'],
   },
+  /** The month's reconciliation per provider (CONTRACT §7): the account's own results when it
+   *  has a mapping, the organisation's when it is the store's one account (as the endpoint). */
+  'top.reconciliation': {
+    sql: `SELECT r.provider, sum(r.provider_cost)::text AS provider_cost, sum(r.meter_cost)::text AS meter_cost,
+       count(*) FILTER (WHERE r.provider_cost IS NULL)::int AS unknown
+FROM reconcile_results r
+WHERE r.day >= $2::date AND r.day < $3::date
+  AND r.scope = CASE WHEN EXISTS (SELECT 1 FROM reconcile_mappings m WHERE m.account_id = $1::uuid AND m.provider = r.provider)
+                     THEN $1::text WHEN (SELECT count(*) FROM accounts) = 1 THEN '' END
+GROUP BY r.provider ORDER BY r.provider`,
+    params: ['uuid', 'date', 'date'],
+  },
 } as const satisfies Record<string, NamedStatement>;
 
 export type TopStatementName = keyof typeof TOP_STATEMENTS;
