@@ -115,7 +115,9 @@ export function reconcile(input: CompareInput): Reconciliation {
     if (u.date < input.from || u.date >= input.to || !inScope(u.groups)) continue;
     const r = row(u.date, u.model);
     add(r.provider, u);
-    const label = groupLabel(u.groups);
+    // Organisation-wide with mappings: an id no account claims is the likeliest bypass.
+    const unclaimed = !account && input.mappings.length > 0 && !attribute(u.groups, byId);
+    const label = `${groupLabel(u.groups)}${unclaimed ? ' (not mapped to any account)' : ''}`;
     const g = r.groups.get(label) ?? empty(null);
     add(g, u);
     r.groups.set(label, g);

@@ -123,6 +123,20 @@ describe('reconcile: days, totals and findings', () => {
     });
     expect(f!.detail).toContain('30 more calls (130 vs 100)');
     expect(f!.detail).toContain('api key key_x');
+    // With mappings, the ids no account claims are named as such.
+    const mappings: Mapping[] = [
+      { provider: 'openai', kind: 'project', external_id: 'proj_a', account_id: 'acc-1', account: 'acme' },
+    ];
+    const mapped = run(
+      report(
+        [usage({}), usage({ groups: { project: 'proj_x', api_key: 'key_x' }, requests: 30n })],
+        [cost({ amount: usd(0.39) })],
+      ),
+      [meter({})],
+      { mappings },
+    );
+    expect(mapped.findings[0]!.detail).toContain('api key key_x (not mapped to any account)');
+    expect(mapped.findings[0]!.detail).not.toContain('key_a (not mapped');
   });
 
   it('price drift: tokens agree, cost does not; with the implied price per MTok', () => {

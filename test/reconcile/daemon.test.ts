@@ -1,7 +1,7 @@
 /** The daily job in the daemon: it reconciles when an admin key is set, stores the results that
  *  /analytics/reconciliation serves, reports /metrics per provider and queues one drift alert. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { webhookBody, type BudgetAlert } from '../../src/alerts/alert.js';
+import { alertFacts, alertHeadline, webhookBody, type BudgetAlert } from '../../src/alerts/alert.js';
 import { analyticsComponent } from '../../src/analytics/index.js';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
@@ -175,6 +175,11 @@ describeEachBackend('reconciliation in the daemon', (backend) => {
       const hook = JSON.parse(webhookBody(alert));
       expect(Object.keys(hook).slice(0, 3)).toEqual(['id', 'type', 'account']);
       expect(hook.reconciliation).toMatchObject({ provider_cost: 1, diff_pct: -22.5 });
+      // Slack, Teams and e-mail say what drifted.
+      expect(alertHeadline(alert)).toBe(
+        "Reconciliation drift: meter's 2026-02 openai figures are -22.50% off the provider's own report",
+      );
+      expect(alertFacts(alert)).toContainEqual(['Difference', '$-0.225 (-22.50%, alert above 2%)']);
 
       // Due again (a later day): the run repeats, the month's alert does not.
       await reconcileDue(daemon.store, config, createLogger('silent'), { everyMs: 0, now: () => NOW });
