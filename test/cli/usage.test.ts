@@ -37,6 +37,7 @@ const COMMANDS = [
   ['alerts', 'test'],
   ['config'],
   ['top'],
+  ['reconcile'],
 ];
 
 /** The top-level commands, in the order `meter --help` lists them. */
