@@ -20,6 +20,7 @@ import {
   type ProviderDataPayload,
 } from '@pydantic/genai-prices';
 import { catalogueVersion, CATALOGUE_PROVIDER_ID, compileCatalogueModelStrict } from './catalogue.js';
+import { maskUrl } from '../config.js';
 import { PROVIDER_SLUGS } from '../providers/types.js';
 
 export { REMOTE_DATA_JSON_URL };
@@ -233,7 +234,9 @@ function describeError(err: unknown): string {
 /** Fetches and validates a price data file. */
 export async function fetchPriceData(source: string, opts: FetchOptions = {}): Promise<ParsedPriceData> {
   const text = await readPriceSource(source, opts);
-  return parsePriceData(text, { source, fetchedAt: new Date().toISOString() });
+  // The source is saved beside the data, logged and shown: never with the URL's credentials.
+  const shown = /^https?:\/\//i.test(source) ? maskUrl(source) : source;
+  return parsePriceData(text, { source: shown, fetchedAt: new Date().toISOString() });
 }
 
 // ---- the last good copy in METER_DATA_DIR ----
