@@ -21,6 +21,7 @@ import {
 } from '@pydantic/genai-prices';
 import { catalogueVersion, CATALOGUE_PROVIDER_ID, compileCatalogueModelStrict } from './catalogue.js';
 import { maskUrl } from '../config.js';
+import { privateDir } from '../store/private-files.js';
 import { PROVIDER_SLUGS } from '../providers/types.js';
 
 export { REMOTE_DATA_JSON_URL };
@@ -246,10 +247,11 @@ const metaFile = (dataDir: string) => join(dataDir, 'prices', 'price-data.meta.j
 
 /** Saves a validated table as the last good copy (atomically: a reader never sees half a file). */
 export function savePriceData(dataDir: string, data: ParsedPriceData): void {
-  mkdirSync(join(dataDir, 'prices'), { recursive: true });
+  privateDir(dataDir);
+  mkdirSync(join(dataDir, 'prices'), { recursive: true, mode: 0o700 });
   const write = (file: string, text: string) => {
     const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, text);
+    writeFileSync(tmp, text, { mode: 0o600 });
     renameSync(tmp, file);
   };
   write(metaFile(dataDir), JSON.stringify({ source: data.info.source, fetched_at: data.info.fetchedAt }) + '\n');
