@@ -100,7 +100,7 @@ describe('deleting accounts and keys', () => {
 
   it(
     'meter accounts delete on the embedded store goes through the daemon that holds it',
-    { timeout: 90_000 },
+    { timeout: 240_000 },
     async () => {
       const { daemon, env } = await setup(undefined);
       expect((await runCli(['accounts', 'create', 'solo', '--plan', 'pro'], env)).code).toBe(0);
