@@ -1,3 +1,4 @@
+import { printable } from '../src/printable.js';
 import { loadConfig, type Config, type ConfigFlags } from '../src/config.js';
 import { openStoreForCli, type Store } from '../src/store/index.js';
 import { StoreLockedError } from '../src/store/lockfile.js';
@@ -57,7 +58,8 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
     process.stdout.write('(none)\n');
     return;
   }
-  const cell = (v: unknown) => (v === null || v === undefined ? '-' : v instanceof Date ? v.toISOString() : String(v));
+  const cell = (v: unknown) =>
+    v === null || v === undefined ? '-' : v instanceof Date ? v.toISOString() : printable(String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
   const line = (cells: string[]) =>
     cells

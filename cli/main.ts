@@ -2,6 +2,10 @@
 import { CommanderError } from 'commander';
 import { buildProgram } from './program.js';
 import { exitCodeOf } from './usage.js';
+import { restrictUmask } from '../src/store/private-files.js';
+
+// Whatever meter writes (the embedded store's files, spool, logs of dead letters) is 0600/0700.
+restrictUmask();
 
 const program = buildProgram();
 

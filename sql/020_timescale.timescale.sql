@@ -4,7 +4,8 @@
 -- leaves the plain database as it was.
 --
 -- usage_events becomes a hypertable of 1-day chunks. usage_daily and usage_tag_daily become
--- real-time continuous aggregates with the plain tables' names, columns and types, plus the
+-- real-time continuous aggregates with the plain tables' names, columns and types (sums in
+-- NUMERIC, which cannot overflow: sql/081), plus the
 -- trailing `bucket` an aggregate must expose. `day` is a real date computed in UTC, so date
 -- comparisons never depend on the session's TimeZone. The writer then only inserts events.
 --
@@ -48,10 +49,10 @@ WITH ev AS (
     coalesce(p.reasoning_tokens, 0) - coalesce(ev.reasoning_tokens, 0) AS reasoning_tokens
   FROM usage_daily_plain p FULL JOIN ev USING (account_id, day, provider, model)
 )
-SELECT account_id, day, provider, model, spend::numeric(20,8) AS spend, requests::bigint AS requests,
-  input_tokens::bigint AS input_tokens, output_tokens::bigint AS output_tokens,
-  cached_input_tokens::bigint AS cached_input_tokens, cache_write_tokens::bigint AS cache_write_tokens,
-  reasoning_tokens::bigint AS reasoning_tokens
+SELECT account_id, day, provider, model, spend::numeric AS spend, requests::bigint AS requests,
+  input_tokens::numeric AS input_tokens, output_tokens::numeric AS output_tokens,
+  cached_input_tokens::numeric AS cached_input_tokens, cache_write_tokens::numeric AS cache_write_tokens,
+  reasoning_tokens::numeric AS reasoning_tokens
 FROM d
 WHERE spend <> 0 OR requests <> 0 OR input_tokens <> 0 OR output_tokens <> 0 OR cached_input_tokens <> 0
   OR cache_write_tokens <> 0 OR reasoning_tokens <> 0;
@@ -67,7 +68,7 @@ WITH ev AS (
     coalesce(p.requests, 0) - coalesce(ev.requests, 0) AS requests
   FROM usage_tag_daily_plain p FULL JOIN ev USING (account_id, day, tag_key, tag_value)
 )
-SELECT account_id, day, tag_key, tag_value, spend::numeric(20,8) AS spend, requests::bigint AS requests
+SELECT account_id, day, tag_key, tag_value, spend::numeric AS spend, requests::bigint AS requests
 FROM d WHERE spend <> 0 OR requests <> 0;
 
 DROP TABLE usage_daily_plain;
@@ -85,13 +86,13 @@ BEGIN
     SELECT account_id,
       (time_bucket('1 day', time) AT TIME ZONE 'UTC')::date AS day,
       provider, model,
-      sum(cost)::numeric(20,8) AS spend,
+      sum(cost) AS spend,
       count(*) AS requests,
-      sum(input_tokens)::bigint AS input_tokens,
-      sum(output_tokens)::bigint AS output_tokens,
-      sum(cached_input_tokens)::bigint AS cached_input_tokens,
-      sum(cache_write_tokens)::bigint AS cache_write_tokens,
-      sum(reasoning_tokens)::bigint AS reasoning_tokens,
+      sum(input_tokens) AS input_tokens,
+      sum(output_tokens) AS output_tokens,
+      sum(cached_input_tokens) AS cached_input_tokens,
+      sum(cache_write_tokens) AS cache_write_tokens,
+      sum(reasoning_tokens) AS reasoning_tokens,
       time_bucket('1 day', time) AS bucket
     FROM usage_events
     GROUP BY account_id, time_bucket('1 day', time), provider, model
@@ -103,7 +104,7 @@ BEGIN
     SELECT e.account_id,
       (time_bucket('1 day', e.time) AT TIME ZONE 'UTC')::date AS day,
       t.key AS tag_key, t.value AS tag_value,
-      sum(e.cost)::numeric(20,8) AS spend,
+      sum(e.cost) AS spend,
       count(*) AS requests,
       time_bucket('1 day', e.time) AS bucket
     FROM usage_events e CROSS JOIN LATERAL jsonb_each_text(e.tags) AS t(key, value)
@@ -117,10 +118,10 @@ BEGIN
     -- One row per key, as in the plain tables: a carried row can cancel an aggregate row out
     -- (a tag value the plain rollup had counted under its overflow row).
     CREATE VIEW usage_daily AS
-      SELECT account_id, day, provider, model, sum(spend)::numeric(20,8) AS spend, sum(requests)::bigint AS requests,
-        sum(input_tokens)::bigint AS input_tokens, sum(output_tokens)::bigint AS output_tokens,
-        sum(cached_input_tokens)::bigint AS cached_input_tokens, sum(cache_write_tokens)::bigint AS cache_write_tokens,
-        sum(reasoning_tokens)::bigint AS reasoning_tokens, min(bucket) AS bucket
+      SELECT account_id, day, provider, model, sum(spend) AS spend, sum(requests)::bigint AS requests,
+        sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+        sum(cached_input_tokens) AS cached_input_tokens, sum(cache_write_tokens) AS cache_write_tokens,
+        sum(reasoning_tokens) AS reasoning_tokens, min(bucket) AS bucket
       FROM (
         SELECT account_id, day, provider, model, spend, requests, input_tokens, output_tokens,
           cached_input_tokens, cache_write_tokens, reasoning_tokens, bucket FROM usage_daily_agg
@@ -132,7 +133,7 @@ BEGIN
       GROUP BY account_id, day, provider, model
       HAVING sum(requests) <> 0 OR sum(spend) <> 0;
     CREATE VIEW usage_tag_daily AS
-      SELECT account_id, day, tag_key, tag_value, sum(spend)::numeric(20,8) AS spend, sum(requests)::bigint AS requests,
+      SELECT account_id, day, tag_key, tag_value, sum(spend) AS spend, sum(requests)::bigint AS requests,
         min(bucket) AS bucket
       FROM (
         SELECT account_id, day, tag_key, tag_value, spend, requests, bucket FROM usage_tag_daily_agg

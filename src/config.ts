@@ -191,17 +191,30 @@ const flagOf = (name: string, flags: ConfigFlags) =>
     ? FLAG_NAMES[name as keyof ConfigFlags]
     : undefined;
 
-/** A URL's password is a secret: `postgres://meter:***@db:5432/meter`. Anything that does not
- *  parse is masked whole. */
+/** Query parameters whose names say they carry a credential (`?key=`, `?access_token=`, `?sig=`). */
+const CREDENTIAL_PARAM = /key|token|secret|pass|pwd|auth|sig|credential|session/i;
+
+/** A URL with its credentials masked: the password (`postgres://meter:***@db:5432/meter`), a user
+ *  name standing alone in an http(s) URL (a token: `https://***@host/`), and every query
+ *  parameter named like a credential (`?token=***`). Anything that does not parse is masked whole. */
 export function maskUrl(value: string): string {
   try {
     const u = new URL(value);
     if (u.password) u.password = '***';
+    else if (u.username && /^https?:$/.test(u.protocol)) u.username = '***';
+    for (const name of new Set(u.searchParams.keys())) if (CREDENTIAL_PARAM.test(name)) u.searchParams.set(name, '***');
     return u.toString();
   } catch {
     return '***';
   }
 }
+
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi;
+
+/** Text (an error message, a log line) with every URL in it masked as maskUrl does. */
+export const maskUrlsIn = (text: string): string => text.replace(URL_IN_TEXT, maskUrl);
+
+const looksLikeUrl = (value: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim());
 
 export interface ConfigEntry {
   variable: string;
@@ -220,7 +233,13 @@ export function describeConfig(env: NodeJS.ProcessEnv = process.env, flags: Conf
     const given = flag ? flags[variable as keyof ConfigFlags] : env[variable] || undefined;
     const value = given ?? DEFAULTS[variable] ?? null;
     const shown =
-      value !== null && SECRET_VARS.has(variable) ? (variable.endsWith('_ADMIN_KEY') ? '***' : maskUrl(value)) : value;
+      value === null
+        ? value
+        : variable.endsWith('_ADMIN_KEY')
+          ? '***'
+          : SECRET_VARS.has(variable) || looksLikeUrl(value)
+            ? maskUrl(value)
+            : value;
     const source = flag ? 'flag' : given !== undefined ? 'environment' : value !== null ? 'default' : 'unset';
     return flag ? { variable, value: shown, source, flag } : { variable, value: shown, source };
   });

@@ -33,6 +33,23 @@ export function registerAccounts(program: Command): void {
     });
 
   accounts
+    .command('delete <name>')
+    .description(
+      'delete an account with its keys, budgets and alert channels (refused while it has live keys, unless --force); its usage events are kept, under no account',
+    )
+    .option('--force', 'delete it even while it has live keys: they stop working on every sidecar within seconds')
+    .option('--json', 'print the result as JSON')
+    .action(async (name: string, opts: { force?: boolean; json?: boolean }) => {
+      await withStore(async (store) => {
+        const r = await adminCall(store, 'accounts.delete', { name, force: opts.force === true });
+        if (opts.json) return printJson(r);
+        process.stdout.write(
+          `deleted account ${r.name} and its ${r.keys} key${r.keys === 1 ? '' : 's'} (they stop working on every sidecar within seconds); its ${r.events} usage event${r.events === 1 ? ' is' : 's are'} kept, under no account (see docs/security.md)\n`,
+        );
+      });
+    });
+
+  accounts
     .command('set-plan <name> <plan>')
     .description("change an account's plan (free or pro)")
     .option('--json', 'print the result as JSON')

@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
+import { printable } from '../../src/printable.js';
 import type { ChannelKind } from '../../src/alerts/alert.js';
 import { adminCall } from '../../src/admin/client.js';
 import { displayTarget, validateSecret, validateTarget } from '../../src/alerts/channels-admin.js';
 import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
 import type { StoreRunner } from './budget.js';
 
-const out = (line: string) => process.stdout.write(`${line}\n`);
+const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
 const KIND_FLAGS = ['slack', 'teams', 'email', 'webhook'] as const satisfies readonly ChannelKind[];
 
 interface AddOptions {

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { printable } from '../../src/printable.js';
 import { adminCall } from '../../src/admin/client.js';
 import type { BudgetView } from '../../src/budget/admin.js';
 import { raw, rawOrNull, type JsonValue } from '../../src/budget/json.js';
@@ -10,7 +11,7 @@ import { printJson, UsageError, withStore } from '../context.js';
 /** How a command gets its store (tests pass one in). */
 export type StoreRunner = <T>(fn: (store: Db, config: Readonly<Config>) => Promise<T>) => Promise<T>;
 
-const out = (line: string) => process.stdout.write(`${line}\n`);
+const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
 
 /** `{"account","month","budget","hard_cap","spend","utilization_pct","levels_fired"}`, money as exact numbers. */
 export function budgetJson(v: BudgetView): JsonValue {

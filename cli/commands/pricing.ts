@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
+import { printable } from '../../src/printable.js';
 import { adminCall } from '../../src/admin/client.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, maskUrlsIn, maskUrl, type Config } from '../../src/config.js';
 import { formatPriceTable, Pricer } from '../../src/pricing/index.js';
 import {
   activatePriceData,
@@ -20,7 +21,7 @@ import { CliError, printJson, UsageError, withStore } from '../context.js';
 /** How a command gets its store (tests pass one in). */
 export type StoreRunner = <T>(fn: (store: Db, config: Readonly<Config>) => Promise<T>) => Promise<T>;
 
-const out = (line: string) => process.stdout.write(`${line}\n`);
+const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
 
 /** The table the daemon uses: the saved copy in METER_DATA_DIR when there is a good one. */
 function useSavedTable(config: Readonly<Config>): void {
@@ -42,7 +43,7 @@ function tableJson(t: PriceTableInfo, config: Readonly<Config>, pricer: Pricer) 
     source: t.source ?? null,
     fetched_at: t.fetchedAt ?? null,
     models: t.origin === 'bundled' ? null : t.models,
-    remote: config.pricesRemote ?? null,
+    remote: config.pricesRemote ? maskUrl(config.pricesRemote) : null,
     prices_file: config.pricesFile ?? null,
   };
 }
@@ -119,14 +120,16 @@ export function registerPricing(program: Command, run: StoreRunner = withStore):
         data = await fetchPriceData(source);
       } catch (err) {
         if (err instanceof PriceDataError)
-          throw new CliError(`price data from ${source} not used: ${err.message}; the table in force is unchanged`);
+          throw new CliError(
+            `price data from ${maskUrlsIn(source)} not used: ${err.message}; the table in force is unchanged`,
+          );
         throw err;
       }
       savePriceData(config.dataDir, data);
       activatePriceData(data);
       const t = tableJson(data.info, config, new Pricer({ pricesFile: config.pricesFile }));
       if (opts.json) return printJson(t);
-      out(`price data ${t.table} saved (${t.models} models of the nine providers, from ${source})`);
+      out(`price data ${t.table} saved (${t.models} models of the nine providers, from ${maskUrlsIn(source)})`);
       out(`price version now ${t.price_version}`);
     });
 

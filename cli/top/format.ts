@@ -1,4 +1,5 @@
 /** Text for the frame: money rounded half-even from exact decimals, counts, durations, bars. */
+import { printable } from '../../src/printable.js';
 import { toUnits } from '../../src/budget/money.js';
 import { divRoundHalfEven } from '../../src/pricing/decimal.js';
 
@@ -35,8 +36,9 @@ export function ms(v: number | null): string {
 export const pct = (v: number | null) => (v === null ? '-' : `${v}%`);
 
 /** Exactly `width` characters: padded, or cut with an ellipsis. */
-export function fit(text: string, width: number, align: 'left' | 'right' = 'left'): string {
+export function fit(raw: string, width: number, align: 'left' | 'right' = 'left'): string {
   if (width <= 0) return '';
+  const text = printable(raw); // measured as it will be drawn
   if (text.length > width) return width === 1 ? '…' : `${text.slice(0, width - 1)}…`;
   return align === 'left' ? text.padEnd(width) : text.padStart(width);
 }

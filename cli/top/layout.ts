@@ -4,6 +4,7 @@
  * It is at most `height - 1` lines: Ink clears the whole screen before a frame as tall as the
  * terminal, and that is what flickers.
  */
+import { printable } from '../../src/printable.js';
 import type { Figures } from './derive.js';
 import { budgetBar, count, countShort, fit, ms, pct, sparkline, usd, usdTotal } from './format.js';
 
@@ -24,7 +25,8 @@ export interface FrameState {
   error?: string;
 }
 
-const seg = (text: string, style: Omit<Segment, 'text'> = {}): Segment => ({ text, ...style });
+/** Every segment drawn is printable, whatever a caller put in a tag or a model name. */
+const seg = (text: string, style: Omit<Segment, 'text'> = {}): Segment => ({ text: printable(text), ...style });
 const label = (text: string) => seg(text, { dim: true });
 
 /** The text of a line (what a non-colour frame prints). */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CHANNEL_KINDS } from '../alerts/alert.js';
 import { addChannel, listChannels, removeChannel, validateSecret, validateTarget } from '../alerts/channels-admin.js';
 import { sendTestAlerts } from '../alerts/test-send.js';
-import { createAccount, listAccounts, setAccountPlan } from '../auth/accounts.js';
+import { createAccount, deleteAccount, listAccounts, setAccountPlan } from '../auth/accounts.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../auth/keys.js';
 import { clearBudget, setBudget, showBudget } from '../budget/admin.js';
 import { parseBudgetUsd } from '../budget/money.js';
@@ -78,6 +78,9 @@ export const adminCommands = {
     (db, { plan, ...edits }) => updatePlan(db, plan, edits),
   ),
 
+  'accounts.delete': command(z.strictObject({ name, force: z.boolean() }), (db, a) =>
+    deleteAccount(db, a.name, a.force),
+  ),
   'accounts.create': command(z.strictObject({ name, plan: name.optional() }), (db, a) =>
     createAccount(db, a.name, a.plan),
   ),

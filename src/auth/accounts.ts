@@ -83,3 +83,41 @@ export async function setAccountPlan(
   if (!(await planNames(db)).includes(plan)) throw await unknownPlan(db, plan);
   throw unknownAccount(name);
 }
+
+export interface DeletedAccount {
+  name: string;
+  /** Its keys, all deleted with it (live ones only with --force). */
+  keys: number;
+  /** Usage events it leaves: kept, under no account (docs/security.md). */
+  events: number;
+}
+
+/**
+ * Deletes an account with its keys, budgets and alert channels (ONE statement, so it may run
+ * through a daemon's admin API). Refused while it has live keys unless `force`. Its usage
+ * events and rollups are kept: they are what the provider billed (reconciliation compares
+ * them with the organisation's totals), and they belong to no account any more. Its keys stop
+ * working on every sidecar within one key refresh (the deletions table, sql/080).
+ */
+export async function deleteAccount(db: Queryable, name: string, force: boolean): Promise<DeletedAccount> {
+  const rows = await db.query<{ found: number; live: number; keys: number; deleted: number; events: string }>(
+    `WITH a AS (SELECT id FROM accounts WHERE name = $1),
+          live AS (SELECT count(*)::int AS n FROM api_keys k JOIN a ON k.account_id = a.id
+                    WHERE k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())),
+          go AS (SELECT id FROM a WHERE $2::boolean OR (SELECT n FROM live) = 0),
+          keys AS (DELETE FROM api_keys k USING go WHERE k.account_id = go.id RETURNING k.id),
+          gone AS (DELETE FROM accounts WHERE id IN (SELECT id FROM go) RETURNING id)
+     SELECT (SELECT count(*) FROM a)::int AS found, (SELECT n FROM live) AS live,
+            (SELECT count(*) FROM keys)::int AS keys, (SELECT count(*) FROM gone)::int AS deleted,
+            (SELECT coalesce(sum(requests), 0) FROM usage_daily WHERE account_id IN (SELECT id FROM go))::text AS events`,
+    [name, force],
+  );
+  const r = rows[0]!;
+  if (Number(r.found) === 0) throw unknownAccount(name);
+  if (Number(r.deleted) === 0) {
+    throw new AdminError(
+      `account ${JSON.stringify(name)} has ${r.live} live key${Number(r.live) === 1 ? '' : 's'}: revoke ${Number(r.live) === 1 ? 'it' : 'them'} first (meter keys revoke <id>), or pass --force to delete the account and its keys together`,
+    );
+  }
+  return { name, keys: Number(r.keys), events: Number(r.events) };
+}

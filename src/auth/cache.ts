@@ -49,8 +49,8 @@ const MAX_NEGATIVE = 10_000;
 
 /**
  * Service keys in memory: the hot path never waits on the store for a known key. Changed keys
- * and accounts are re-read every `refreshMs` by `updated_at` (a revocation reaches every
- * sidecar within one refresh); an id not in memory is looked up once (a new key works at once),
+ * and accounts are re-read every `refreshMs` by `updated_at`, deleted ones from the deletions
+ * table (a revocation or deletion reaches every sidecar within one refresh); an id not in memory is looked up once (a new key works at once),
  * and ids the store does not know are remembered for a while so a flood of bad keys costs
  * the store almost nothing.
  */
@@ -105,16 +105,39 @@ export class KeyCache implements Authenticator {
         `${SELECT_KEYS} WHERE k.updated_at > $1::timestamptz - ${OVERLAP} OR a.updated_at > $1::timestamptz - ${OVERLAP}`,
         [this.watermark],
       );
+      // Rows that are gone never show as changed: deletions are recorded (sql/080_deletions.sql).
+      const gone = await this.db.query<{ kind: string; id: string; changed_at: unknown }>(
+        `SELECT kind, id, deleted_at AS changed_at FROM deletions WHERE deleted_at > $1::timestamptz - ${OVERLAP}`,
+        [this.watermark],
+      );
+      let watermark = this.watermark;
+      const later = (t: unknown) => {
+        if (new Date(t as string).getTime() > new Date(watermark as string).getTime()) watermark = t;
+      };
       for (const row of rows) {
         this.put(row);
-        if (new Date(row.changed_at as string).getTime() > new Date(this.watermark as string).getTime())
-          this.watermark = row.changed_at;
+        later(row.changed_at);
       }
+      this.forget(
+        gone.filter((g) => g.kind === 'key').map((g) => g.id),
+        gone.filter((g) => g.kind === 'account').map((g) => g.id),
+      );
+      for (const g of gone) later(g.changed_at);
+      this.watermark = watermark;
       this.refreshedAt = Date.now();
     } catch (err) {
       // Keys keep working from memory while the store is away; revocations wait for it.
       this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'service keys: refresh failed');
     }
+  }
+
+  /** Drops deleted keys and every key of a deleted account (a key recreated since is re-read
+   *  on its next use). */
+  private forget(keyIds: string[], accountIds: string[]): void {
+    for (const id of keyIds) this.keys.delete(id);
+    if (accountIds.length === 0) return;
+    const accounts = new Set(accountIds);
+    for (const [id, record] of this.keys) if (accounts.has(record.principal.accountId)) this.keys.delete(id);
   }
 
   private put(row: KeyRow): KeyRecord {

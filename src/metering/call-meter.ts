@@ -9,6 +9,7 @@ import { BATCH_LINE_BYTES, BatchTotals } from './batch-totals.js';
 import type { MeteringCounters } from './counters.js';
 import { createDecoder, type BodyDecoder } from './decode.js';
 import type { UsageEvent, UsageSource } from './event.js';
+import { boundUsage } from './bounded-usage.js';
 import { storedUnits } from './event-units.js';
 import { JsonCapture } from './json-capture.js';
 import { cleanTags, storable } from './storable.js';
@@ -164,14 +165,18 @@ export class MeteredCall implements CallMeter {
     const status = outcome.status ?? (this.status || 502);
     const requestedModel = this.provider?.requestModel(this.req) ?? null;
     let result: UsageResult = {};
+    let body: unknown;
     if (this.acc && this.framer) {
       if (!this.unreadable) this.framer.flush();
       result = this.acc.result();
     } else if (this.json && !this.unreadable && this.provider) {
-      const body = this.json.value();
+      body = this.json.value();
       if (body !== undefined) result = this.provider.usageFromJson(body, this.req);
     }
-    const { usage, source } = this.usageOf(result, status, outcome.completed, requestedModel);
+    const used = this.usageOf(result, status, outcome.completed, requestedModel);
+    const source = used.source;
+    // Out-of-range figures are clamped and the event keeps them (usage_raw): never lost, never unbounded.
+    const { usage, raw } = boundUsage(used.usage, body);
     const model = storable(result.model ?? requestedModel ?? 'unknown');
     const priced =
       source === 'none'
@@ -209,6 +214,7 @@ export class MeteredCall implements CallMeter {
       providerCostTicks: usage.providerCostTicks?.toString() ?? null,
       units: storedUnits(usage),
       serviceTier: usage.serviceTier === undefined ? null : storable(usage.serviceTier),
+      usageRaw: raw,
     };
   }
 

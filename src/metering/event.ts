@@ -1,4 +1,5 @@
 import type { ProviderSlug } from '../providers/types.js';
+import type { RawUsage } from './bounded-usage.js';
 import type { StoredUnits } from './event-units.js';
 
 export type UsageSource = 'provider' | 'estimated' | 'none';
@@ -43,4 +44,7 @@ export interface UsageEvent {
    *  otherwise it is recorded as a call that used nothing. Absent on every other event, and in
    *  events spooled by an older version. */
   claim?: string | null;
+  /** Usage a provider reported out of range (src/metering/bounded-usage.ts): which fields were
+   *  clamped and the raw figures. Null or absent for every normal event. */
+  usageRaw?: RawUsage | null;
 }

@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import { Pricer } from '../pricing/index.js';
 import type { Component, ComponentFactory, DaemonContext } from '../server/daemon.js';
 import type { Db } from '../store/types.js';
+import { privateDir } from '../store/private-files.js';
 import { EventWriter, spoolDirOf, type EventWriterOptions } from '../store/writer.js';
 import { registerWriterMetrics } from '../store/writer-metrics.js';
 import { MeteringService } from './metering.js';
@@ -43,6 +44,7 @@ export interface MeteringSetup {
  *  METER_PRICES_FILE stops the daemon at start. */
 export function createMetering(deps: MeteringDeps): MeteringSetup {
   const pricer = deps.pricer ?? new Pricer(deps.config.pricesFile ? { pricesFile: deps.config.pricesFile } : {});
+  privateDir(deps.config.dataDir); // the spool's parent: private even when a database holds the rest
   const writer = new EventWriter({
     db: deps.store,
     logger: deps.logger,

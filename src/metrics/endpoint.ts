@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log.js';
-import { sendError } from '../server/errors.js';
+import { closeIfBodyUnread, sendError, sendJson } from '../server/errors.js';
 import type { DaemonMetrics } from './registry.js';
 
 /** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 addresses. */
@@ -19,6 +19,7 @@ export async function sendMetrics(
 ): Promise<void> {
   try {
     const text = await metrics.scrape();
+    closeIfBodyUnread(res);
     res.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(text) });
     res.end(text);
   } catch (err) {
@@ -70,10 +71,7 @@ export async function startMetricsServer(
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return sendError(res, 405, 'method_not_allowed', 'only GET is served here');
     if (path === '/metrics') return void sendMetrics(res, metrics, logger);
-    if (path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end('{"status":"ok"}');
-    }
+    if (path === '/healthz') return sendJson(res, 200, '{"status":"ok"}');
     sendError(res, 404, 'not_found', `no route for ${req.method} ${path}: this port serves /metrics`);
   });
   await new Promise<void>((resolve, reject) => {

@@ -74,10 +74,42 @@ export async function runRetention(
       }
       result.claims += await deleteClaims(conn, monthsBefore(now, plan.rollupRetentionMonths), plan.name);
     }
+    await deleteOrphans(conn, now, batch, result);
     if (result.rawEvents || result.rollupRows || result.claims)
       opts.logger?.info(result, 'retention deleted expired data');
     return result;
   });
+}
+
+/**
+ * Data of accounts deleted since (`meter accounts delete` keeps their events, docs/security.md):
+ * no plan is theirs any more, so the shortest retention of any plan applies.
+ */
+async function deleteOrphans(conn: Queryable, now: number, batch: number, result: RetentionResult): Promise<void> {
+  const plans = [...(await loadPlans(conn)).values()];
+  if (plans.length === 0) return;
+  const ids = (
+    await conn.query<{ account_id: string }>(
+      `SELECT DISTINCT d.account_id FROM usage_daily d WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = d.account_id)`,
+    )
+  ).map((r) => r.account_id);
+  if (ids.length === 0) return;
+  const rawDays = Math.min(...plans.map((p) => p.rawRetentionDays));
+  const rollupMonths = Math.min(...plans.map((p) => p.rollupRetentionMonths));
+  result.rawEvents += await deleteInBatches(conn, ids, new Date(now - rawDays * DAY), batch);
+  const rollupCutoff = monthsBefore(now, rollupMonths);
+  for (const table of ['usage_daily', 'usage_tag_daily']) {
+    const rows = await conn.query(`DELETE FROM ${table} WHERE day < $1 AND account_id = ANY($2::uuid[]) RETURNING 1`, [
+      rollupCutoff.toISOString().slice(0, 10),
+      ids,
+    ]);
+    result.rollupRows += rows.length;
+  }
+  const claims = await conn.query(
+    'DELETE FROM usage_claims WHERE claimed_at < $1 AND account_id = ANY($2::uuid[]) RETURNING 1',
+    [rollupCutoff, ids],
+  );
+  result.claims += claims.length;
 }
 
 /** The first day of the month `months` before the one `now` is in (UTC). */

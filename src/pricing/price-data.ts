@@ -20,6 +20,8 @@ import {
   type ProviderDataPayload,
 } from '@pydantic/genai-prices';
 import { catalogueVersion, CATALOGUE_PROVIDER_ID, compileCatalogueModelStrict } from './catalogue.js';
+import { maskUrl } from '../config.js';
+import { privateDir } from '../store/private-files.js';
 import { PROVIDER_SLUGS } from '../providers/types.js';
 
 export { REMOTE_DATA_JSON_URL };
@@ -233,7 +235,9 @@ function describeError(err: unknown): string {
 /** Fetches and validates a price data file. */
 export async function fetchPriceData(source: string, opts: FetchOptions = {}): Promise<ParsedPriceData> {
   const text = await readPriceSource(source, opts);
-  return parsePriceData(text, { source, fetchedAt: new Date().toISOString() });
+  // The source is saved beside the data, logged and shown: never with the URL's credentials.
+  const shown = /^https?:\/\//i.test(source) ? maskUrl(source) : source;
+  return parsePriceData(text, { source: shown, fetchedAt: new Date().toISOString() });
 }
 
 // ---- the last good copy in METER_DATA_DIR ----
@@ -243,10 +247,11 @@ const metaFile = (dataDir: string) => join(dataDir, 'prices', 'price-data.meta.j
 
 /** Saves a validated table as the last good copy (atomically: a reader never sees half a file). */
 export function savePriceData(dataDir: string, data: ParsedPriceData): void {
-  mkdirSync(join(dataDir, 'prices'), { recursive: true });
+  privateDir(dataDir);
+  mkdirSync(join(dataDir, 'prices'), { recursive: true, mode: 0o700 });
   const write = (file: string, text: string) => {
     const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, text);
+    writeFileSync(tmp, text, { mode: 0o600 });
     renameSync(tmp, file);
   };
   write(metaFile(dataDir), JSON.stringify({ source: data.info.source, fetched_at: data.info.fetchedAt }) + '\n');

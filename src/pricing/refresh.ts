@@ -5,6 +5,7 @@
  * a minute. Anything that fails leaves the table in force as it was (the copy, else the bundled
  * catalogue), and the log says why.
  */
+import { maskUrl, maskUrlsIn } from '../config.js';
 import type { Logger } from '../log.js';
 import {
   activatePriceData,
@@ -66,10 +67,11 @@ export class PriceRefresher {
 
   /** Fetches the remote file once; on success it is saved and in force. Never throws. */
   async refresh(): Promise<void> {
-    const url = this.opts.remoteUrl;
-    if (!url) return;
+    const remote = this.opts.remoteUrl;
+    if (!remote) return;
+    const url = maskUrl(remote); // what logs say: never the URL's password or token
     try {
-      const data = await fetchPriceData(url, this.opts.fetch);
+      const data = await fetchPriceData(remote, this.opts.fetch);
       if (data.info.version === activePriceTable().version) {
         this.opts.logger.info({ priceVersion: data.info.version, url }, 'price data: unchanged');
         return;
@@ -82,7 +84,7 @@ export class PriceRefresher {
         'price data: updated from METER_PRICES_REMOTE',
       );
     } catch (err) {
-      const why = err instanceof PriceDataError ? err.message : (err as Error).message;
+      const why = maskUrlsIn(err instanceof PriceDataError ? err.message : (err as Error).message);
       const inForce = activePriceTable();
       this.opts.logger.warn(
         { url, reason: why, priceVersion: inForce.version },

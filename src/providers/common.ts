@@ -7,9 +7,15 @@ export function obj(x: unknown): Obj | undefined {
   return typeof x === 'object' && x !== null && !Array.isArray(x) ? (x as Obj) : undefined;
 }
 
-/** A token count: a finite non-negative number, else 0 (providers send null for "none"). */
+/** The largest count one call can report in one field: a billion, 500 times the largest context
+ *  window. Anything above is a provider's (or a hostile upstream's) nonsense: it is clamped
+ *  here, so no count reaches pricing or SQL unbounded, and the event records the raw figures
+ *  (src/metering/bounded-usage.ts). */
+export const MAX_COUNT = 1_000_000_000;
+
+/** A count: a finite non-negative number, else 0 (providers send null for "none"), at most MAX_COUNT. */
 export function num(x: unknown): number {
-  return typeof x === 'number' && Number.isFinite(x) && x > 0 ? Math.trunc(x) : 0;
+  return typeof x === 'number' && Number.isFinite(x) && x > 0 ? Math.min(Math.trunc(x), MAX_COUNT) : 0;
 }
 
 export function isNum(x: unknown): x is number {

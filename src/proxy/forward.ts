@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
-import { sendError } from '../server/errors.js';
+import { closeIfBodyUnread, sendError } from '../server/errors.js';
 import { BodyTooLargeError, type RequestBodyTap } from './body-tap.js';
 import type { GuardedMeter } from './guarded-meter.js';
 import { clientResponseHeaders } from './headers.js';
@@ -132,6 +132,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
       if (this.sentAt) this.timings.upstream.observe((headAt - this.sentAt) / 1000);
     }
     try {
+      closeIfBodyUnread(this.res); // the provider answered before the body was all sent (a refusal)
       if (statusMessage) this.res.writeHead(statusCode, statusMessage, out);
       else this.res.writeHead(statusCode, out);
       this.headSent = true;

@@ -96,7 +96,6 @@ export async function startDaemon(
         { headers: { 'retry-after': 1 } },
       );
     }
-    // maxHeadersCount is one above the limit, so a request over it still shows it here.
     if (req.rawHeaders.length > limits.maxHeaders * 2) {
       res.shouldKeepAlive = false;
       return sendError(
@@ -161,7 +160,10 @@ export async function startDaemon(
       }
     },
   );
-  server.maxHeadersCount = limits.maxHeaders + 1;
+  // Every header is parsed (their bytes are capped by maxHeaderSize): with a count cap, Node drops
+  // the headers past it, Host among them when it comes last, and answers a bare 400 itself.
+  // `handle` answers a request over METER_MAX_HEADERS with the 431 JSON error instead.
+  server.maxHeadersCount = 0;
   answerClientErrors(server, limits);
   server.on('connection', (socket: Socket) => {
     if (sockets.size >= limits.maxConnections) markOverLimit(socket);

@@ -55,6 +55,15 @@ export function errorBody(
   );
 }
 
+/**
+ * An answer the daemon gives itself closes the connection when the request's body is still
+ * arriving: keeping the connection would mean reading that body to its end first (Node drains
+ * it for the next request), however large it was declared. A request already whole keeps it.
+ */
+export function closeIfBodyUnread(res: ServerResponse): void {
+  if (res.req && !res.req.complete) res.shouldKeepAlive = false;
+}
+
 export function sendError(
   res: ServerResponse,
   status: number,
@@ -67,6 +76,7 @@ export function sendError(
     return;
   }
   const body = errorBody(status, code, message, opts.shape);
+  closeIfBodyUnread(res);
   res.writeHead(status, {
     ...opts.headers,
     'content-type': 'application/json',
@@ -82,6 +92,7 @@ export function sendJson(
   headers: Record<string, string | number> = {},
 ): void {
   const body = typeof value === 'string' ? value : JSON.stringify(value);
+  closeIfBodyUnread(res);
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }

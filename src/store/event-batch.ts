@@ -46,6 +46,7 @@ const COLUMNS: [name: string, type: string, key: string][] = [
   ['provider_cost_ticks', 'int8', 'providerCostTicks'],
   ['units', 'jsonb', 'units'],
   ['service_tier', 'text', 'serviceTier'],
+  ['usage_raw', 'jsonb', 'usageRaw'],
 ];
 const names = COLUMNS.map(([n]) => n).join(', ');
 

@@ -211,7 +211,7 @@ export class Spool<T> {
         let written = 0;
         try {
           if (!seg.fh) {
-            seg.fh = await open(seg.path, 'a');
+            seg.fh = await open(seg.path, 'a', 0o600);
             await this.syncDir(); // the new file's name must survive a crash too
           }
           for (let i = 0; i < n; i++) {
@@ -317,7 +317,7 @@ export class Spool<T> {
         );
       })
       .join('');
-    const fh = await open(this.deadLetterPath, 'a');
+    const fh = await open(this.deadLetterPath, 'a', 0o600);
     try {
       await fh.appendFile(data);
       await fh.datasync();
@@ -455,10 +455,10 @@ export class Spool<T> {
 
   /** After close (or before open): the event still must not be lost, so it is written now. */
   private appendNow(line: string): void {
-    mkdirSync(this.dir, { recursive: true });
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const last = this.segments.reduce((m, s) => Math.max(m, s.seq), 0);
     const name = `seg-${String(last + 1).padStart(12, '0')}.jsonl`;
-    const fd = openSync(join(this.dir, name), 'a');
+    const fd = openSync(join(this.dir, name), 'a', 0o600);
     try {
       writeSync(fd, line);
       fsyncSync(fd);

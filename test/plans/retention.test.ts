@@ -74,6 +74,22 @@ describeEachBackend('retention', (backend) => {
     expect(await runRetention(db, { batch: 2, now })).toEqual({ rawEvents: 0, rollupRows: 0, claims: 0 });
   }, 120_000); // opens the embedded store: a WASM start, slow on a loaded machine
 
+  it('a deleted account (its events kept by meter accounts delete) is held to the shortest retention', async () => {
+    const gone = await account('deleted-later', 'pro', 400);
+    await events(gone, [1, 8, 30]);
+    const day = (n: number) => new Date(now - n * DAY).toISOString().slice(0, 10);
+    await db.query(
+      `INSERT INTO usage_daily (account_id, day, provider, model, requests) VALUES ($1, $2, 'openai', 'm', 1)`,
+      [gone, day(1)],
+    );
+    expect((await runRetention(db, { now }))!.rawEvents).toBe(0); // pro: 90 days
+    await db.query('DELETE FROM accounts WHERE id = $1', [gone]);
+    const result = await runRetention(db, { now });
+    expect(result).toEqual({ rawEvents: 2, rollupRows: 0, claims: 0 }); // free's 7 days, the shortest
+    expect(await ages(gone)).toEqual([1]);
+    expect(await db.query(`SELECT day FROM usage_daily WHERE account_id = $1`, [gone])).toEqual([{ day: day(1) }]);
+  }, 120_000);
+
   it('a plan change sets plan_changed_at', async () => {
     const id = await account('changer', 'pro', 100);
     await db.query(`UPDATE accounts SET plan = 'free' WHERE id = $1`, [id]);

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,10 @@ const SECRETS = {
   smtpPassword: 'SMTPPASSWORDSECRET0123456789',
   webhookSecret: 'whsec_WEBHOOKSECRET0123456789abcd',
   webhookPath: 'HOOKPATHSECRET0123456789',
+  pricesPassword: 'PRICESPASSWORDSECRET0123456789',
+  pricesToken: 'PRICESTOKENSECRET0123456789ab',
+  upstreamUser: 'UPSTREAMUSERSECRET0123456789',
+  upstreamQuery: 'UPSTREAMQUERYSECRET012345678',
 };
 
 async function closedPort(): Promise<number> {
@@ -51,6 +55,8 @@ let key: string;
 const answers: string[] = [];
 let stopCode: number | null = null;
 let logText = '';
+let pricesServer: Server;
+let pricesFetches = 0;
 
 beforeAll(async () => {
   fake = await startFakeUpstream();
@@ -67,6 +73,14 @@ beforeAll(async () => {
     );
   });
   const dead = await closedPort();
+  // METER_PRICES_REMOTE with a password and a token: fetched at start, refused (not price data)
+  // and logged; the log must name the URL without them.
+  pricesServer = createServer((_req, res) => {
+    pricesFetches++;
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"not":"price data"}');
+  });
+  await new Promise<void>((r) => pricesServer.listen(0, '127.0.0.1', r));
+  const pricesPort = (pricesServer.address() as AddressInfo).port;
   dataDir = tempDir();
   const env = {
     METER_DATA_DIR: dataDir,
@@ -79,6 +93,7 @@ beforeAll(async () => {
     METER_UPSTREAM_GEMINI: fake.origin,
     METER_UPSTREAM_ANTHROPIC: `${fake.origin}/v1`,
     METER_UPSTREAM_GROQ: `http://127.0.0.1:${dead}/openai/v1`,
+    METER_PRICES_REMOTE: `http://prices:${SECRETS.pricesPassword}@127.0.0.1:${pricesPort}/prices.json?token=${SECRETS.pricesToken}`,
   };
   expect((await runCli(['accounts', 'create', 'acme', '--plan', 'pro'], env)).code).toBe(0);
   key = JSON.parse((await runCli(['keys', 'create', '--account', 'acme', '--json'], env)).stdout).key;
@@ -156,6 +171,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await daemon?.stop('SIGKILL');
+  await new Promise((r) => pricesServer?.close(r));
 });
 
 describe('secrets never leak', () => {
@@ -169,6 +185,10 @@ describe('secrets never leak', () => {
 
   it('not in the daemon’s logs', () => {
     expect(logText).toMatch(/"msg":"meter stopped"/);
+    // The remote price data was fetched and its refusal logged, with the URL masked.
+    expect(pricesFetches).toBeGreaterThanOrEqual(1);
+    expect(logText).toContain('price data from METER_PRICES_REMOTE not used');
+    expect(logText).toContain('token=***');
     for (const secret of [...Object.values(SECRETS), key.slice(16)]) expect(logText, secret).not.toContain(secret);
   });
 
@@ -176,6 +196,24 @@ describe('secrets never leak', () => {
     const text = answers.join('\n');
     expect(text).toContain('upstream_unreachable');
     for (const secret of [...Object.values(SECRETS), key.slice(16)]) expect(text, secret).not.toContain(secret);
+  });
+
+  it('not in `meter config`: every URL has its userinfo and token-like query parameters masked', async () => {
+    const env = {
+      METER_DATA_DIR: dataDir,
+      DATABASE_URL: `postgres://meter:${SECRETS.smtpPassword}@127.0.0.1:5432/meter`,
+      METER_PRICES_REMOTE: `https://prices:${SECRETS.pricesPassword}@example.com/p.json?token=${SECRETS.pricesToken}`,
+      METER_UPSTREAM_OPENAI: `https://${SECRETS.upstreamUser}@proxy.example.com/v1?api_key=${SECRETS.upstreamQuery}&region=eu`,
+      METER_UPSTREAM_GEMINI: `https://gw.example.com/?key=${SECRETS.geminiQuery}`,
+    };
+    for (const args of [['config'], ['config', '--json']]) {
+      const out = await runCli(args, env);
+      expect(out.code, out.stderr).toBe(0);
+      const text = out.stdout + out.stderr;
+      expect(text).toContain('proxy.example.com');
+      expect(text).toContain('region=eu');
+      for (const secret of Object.values(SECRETS)) expect(text, secret).not.toContain(secret);
+    }
   });
 
   it('not in any file of the data directory (database files, WAL, spool)', () => {
@@ -190,6 +228,8 @@ describe('secrets never leak', () => {
       SECRETS.unreachableQuery,
       SECRETS.unreachableBearer,
       SECRETS.smtpPassword,
+      SECRETS.pricesPassword,
+      SECRETS.pricesToken,
       key.slice(16),
     ];
     let sawEvents = false;
