@@ -117,9 +117,10 @@ describe('TimescaleDB mode', () => {
     } finally {
       await refresher.stop!();
     }
-    // Every minute, and just after 00:00 UTC when that comes sooner.
-    expect(nextRefreshDelay(Date.UTC(2026, 4, 1, 12))).toBe(60_000);
-    expect(nextRefreshDelay(Date.UTC(2026, 4, 1, 23, 59, 30))).toBe(32_000);
+    // A sidecar checks every 10 s (one refresh per 50 s for the fleet: a late event within 60 s),
+    // and just after 00:00 UTC when that comes sooner.
+    expect(nextRefreshDelay(Date.UTC(2026, 4, 1, 12))).toBe(10_000);
+    expect(nextRefreshDelay(Date.UTC(2026, 4, 1, 23, 59, 55))).toBe(7_000);
   }, 60_000);
 
   it("retention drops chunks only past the longest plan retention and compresses past the shortest; a refresh then keeps every account's days", async () => {
