@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { decodeCursor } from '../../src/analytics/cursor.js';
 import { listEvents } from '../../src/analytics/events-query.js';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
@@ -188,6 +189,73 @@ describe('TimescaleDB mode', () => {
     await refreshAggregates(db, { now });
     expect(await dayRow(db, acct, dayOf(t))).toEqual({ spend: '7.00000000', requests: '3' });
   }, 60_000);
+
+  it('events?tag=k:v reads compressed chunks through the tag table: the same pages as the raw events, replays add nothing', async () => {
+    const acct = await account(db, 'pro');
+    const other = await account(db, 'pro');
+    const events: UsageEvent[] = [];
+    for (let d = 1; d <= 30; d++) {
+      const t = now - d * DAY;
+      events.push(ev(acct, t, '0.1', { team: 'a', ...(d % 4 === 0 ? { job: 'nightly' } : {}) }));
+      events.push({ ...ev(acct, t + 1, '0.2', { team: d % 2 ? 'a' : 'b' }), provider: 'anthropic' });
+      events.push(ev(other, t, '0.3', { job: 'nightly' }));
+    }
+    expect(await insertBatch(db, events)).toEqual({ inserted: 90 });
+    // A non-string value is not a tag the filter can match.
+    await db.query(
+      `INSERT INTO usage_events (time, event_id, account_id, key_id, provider, model, status, price_version,
+        usage_source, latency_ms, stream, tags) VALUES (now() - interval '2 days', gen_random_uuid(), $1, 'k', 'openai',
+        'gpt-4o', 200, 'v', 'none', 1, false, '{"job": 7}')`,
+      [acct],
+    );
+    await runRetention(db, { now });
+    const compressed = await db.query<{ n: string }>(
+      `SELECT count(*)::text AS n FROM timescaledb_information.chunks WHERE hypertable_name = 'usage_event_tags' AND is_compressed`,
+    );
+    expect(Number(compressed[0]!.n)).toBeGreaterThan(0);
+    expect(await insertBatch(db, events)).toEqual({ inserted: 0 }); // a replay into compressed chunks
+
+    type Page = {
+      events: { id: string; tags: Record<string, string>; provider: string }[];
+      next_cursor: string | null;
+    };
+    const walk = async (params: Record<string, unknown>, tagTable: boolean) => {
+      const ids: string[] = [];
+      let cursor: ReturnType<typeof decodeCursor>;
+      for (;;) {
+        const page = (await listEvents(db, acct, { limit: 4, ...params, ...(cursor ? { cursor } : {}) } as never, {
+          retentionVisibility: true,
+          tagTable,
+          now: new Date(now),
+        })) as Page;
+        ids.push(...page.events.map((e) => e.id));
+        if (!page.next_cursor) return ids;
+        cursor = decodeCursor(page.next_cursor);
+      }
+    };
+    const expected = (pred: (e: UsageEvent) => boolean) =>
+      events
+        .filter((e) => e.accountId === acct && pred(e))
+        .sort((x, y) => y.time.localeCompare(x.time) || y.id.localeCompare(x.id))
+        .map((e) => e.id);
+    const nightly = expected((e) => e.tags.job === 'nightly');
+    expect(nightly).toHaveLength(7);
+    expect(await walk({ tag: { key: 'job', value: 'nightly' } }, true)).toEqual(nightly);
+    expect(await walk({ tag: { key: 'job', value: 'nightly' } }, false)).toEqual(nightly);
+    const teamA = expected((e) => e.tags.team === 'a');
+    expect(await walk({ tag: { key: 'team', value: 'a' } }, true)).toEqual(teamA);
+    const anthropicB = expected((e) => e.tags.team === 'b' && e.provider === 'anthropic');
+    expect(await walk({ tag: { key: 'team', value: 'b' }, provider: 'anthropic' }, true)).toEqual(anthropicB);
+    const window = { from: new Date(now - 10 * DAY - 1).toISOString(), to: new Date(now - 3 * DAY).toISOString() };
+    expect(await walk({ tag: { key: 'job', value: 'nightly' }, ...window }, true)).toEqual(
+      expected((e) => e.tags.job === 'nightly' && e.time >= window.from && e.time < window.to),
+    );
+    const [copies] = await db.query<{ n: string }>(
+      `SELECT count(*)::text AS n FROM usage_event_tags WHERE account_id = $1`,
+      [acct],
+    );
+    expect(copies!.n).toBe(String(60 + 7)); // one per string tag; the numeric job is not one
+  }, 60_000);
 });
 
 describe('choosing and converting the mode', () => {
@@ -284,7 +352,14 @@ describe('choosing and converting the mode', () => {
     ).toEqual([
       { version: 2, variant: 'plain' },
       { version: 20, variant: 'timescale' },
+      { version: 110, variant: 'timescale' },
     ]);
+    // The tag table was filled from the events already there (sql/110).
+    const [tagged] = await ts.query<{ events: string; copies: string }>(
+      `SELECT (SELECT count(*) FROM usage_events e, jsonb_each(e.tags))::text AS events,
+        (SELECT count(*) FROM usage_event_tags)::text AS copies`,
+    );
+    expect(tagged!.copies).toBe(tagged!.events);
   }, 180_000);
 });
 
