@@ -41,31 +41,25 @@ ALTER TABLE usage_event_tags SET (
   timescaledb.compress_orderby = 'time DESC, event_id DESC'
 );
 
+-- An event's copies, one per string tag: events?tag=k:v means `tags @> {"k": "v"}`, a string.
+-- A column added to usage_events later and shown by the events endpoint is added here too.
+CREATE FUNCTION usage_event_tag_copies(e usage_events) RETURNS SETOF usage_event_tags LANGUAGE sql STABLE AS $$
+  SELECT e.account_id, t.key, t.value #>> '{}', e.time, e.event_id, e.key_id, e.provider, e.model,
+    e.requested_model, e.status, e.input_tokens, e.output_tokens, e.cached_input_tokens,
+    e.cache_write_tokens, e.reasoning_tokens, e.cost, e.price_version, e.usage_source, e.latency_ms,
+    e.ttfb_ms, e.stream, e.tags, e.service_tier, e.units
+  FROM jsonb_each(e.tags) AS t(key, value) WHERE jsonb_typeof(t.value) = 'string'
+$$;
+
 -- Filled by the insert itself: every row the writer's ON CONFLICT DO NOTHING really inserts (a
 -- replayed event inserts nothing, so adds nothing here), whichever sidecar or version wrote it.
--- Only string values: events?tag=k:v means `tags @> {"k": "v"}`, a string. A column added to
--- usage_events later and shown by the events endpoint must be added here and below too.
 CREATE FUNCTION usage_event_tags_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO usage_event_tags (account_id, tag_key, tag_value, time, event_id, key_id, provider, model,
-    requested_model, status, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
-    reasoning_tokens, cost, price_version, usage_source, latency_ms, ttfb_ms, stream, tags, service_tier, units)
-  SELECT NEW.account_id, t.key, t.value #>> '{}', NEW.time, NEW.event_id, NEW.key_id, NEW.provider, NEW.model,
-    NEW.requested_model, NEW.status, NEW.input_tokens, NEW.output_tokens, NEW.cached_input_tokens,
-    NEW.cache_write_tokens, NEW.reasoning_tokens, NEW.cost, NEW.price_version, NEW.usage_source, NEW.latency_ms,
-    NEW.ttfb_ms, NEW.stream, NEW.tags, NEW.service_tier, NEW.units
-  FROM jsonb_each(NEW.tags) AS t(key, value) WHERE jsonb_typeof(t.value) = 'string';
+  INSERT INTO usage_event_tags SELECT * FROM usage_event_tag_copies(NEW);
   RETURN NULL;
 END $$;
 CREATE TRIGGER usage_event_tags_insert AFTER INSERT ON usage_events
   FOR EACH ROW WHEN (NEW.tags <> '{}'::jsonb) EXECUTE FUNCTION usage_event_tags_insert();
 
 -- A database converted with events already in it.
-INSERT INTO usage_event_tags (account_id, tag_key, tag_value, time, event_id, key_id, provider, model,
-  requested_model, status, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
-  reasoning_tokens, cost, price_version, usage_source, latency_ms, ttfb_ms, stream, tags, service_tier, units)
-SELECT e.account_id, t.key, t.value #>> '{}', e.time, e.event_id, e.key_id, e.provider, e.model,
-  e.requested_model, e.status, e.input_tokens, e.output_tokens, e.cached_input_tokens,
-  e.cache_write_tokens, e.reasoning_tokens, e.cost, e.price_version, e.usage_source, e.latency_ms,
-  e.ttfb_ms, e.stream, e.tags, e.service_tier, e.units
-FROM usage_events e CROSS JOIN LATERAL jsonb_each(e.tags) AS t(key, value) WHERE jsonb_typeof(t.value) = 'string';
+INSERT INTO usage_event_tags SELECT c.* FROM usage_events e CROSS JOIN LATERAL usage_event_tag_copies(e) AS c;
