@@ -51,15 +51,25 @@ CREATE FUNCTION usage_event_tag_copies(e usage_events) RETURNS SETOF usage_event
   FROM jsonb_each(e.tags) AS t(key, value) WHERE jsonb_typeof(t.value) = 'string'
 $$;
 
--- Filled by the insert itself: every row the writer's ON CONFLICT DO NOTHING really inserts (a
--- replayed event inserts nothing, so adds nothing here), whichever sidecar or version wrote it.
-CREATE FUNCTION usage_event_tags_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Kept by the statements that write usage_events, whichever sidecar or version runs them: the
+-- rows an INSERT really inserted (a replay's ON CONFLICT DO NOTHING inserts none, so adds none),
+-- and an UPDATE's new rows in place of the old (`meter pricing reprice`). Statement triggers
+-- over transition tables: one set-based insert per batch. TimescaleDB mode deletes no events
+-- (retention drops chunks, of both tables).
+CREATE FUNCTION usage_event_tags_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO usage_event_tags SELECT * FROM usage_event_tag_copies(NEW);
+  IF TG_OP = 'UPDATE' THEN
+    DELETE FROM usage_event_tags u USING old_rows o CROSS JOIN LATERAL jsonb_each_text(o.tags) AS t(key, value)
+      WHERE u.account_id = o.account_id AND u.tag_key = t.key AND u.tag_value = t.value
+        AND u.time = o.time AND u.event_id = o.event_id;
+  END IF;
+  INSERT INTO usage_event_tags SELECT c.* FROM new_rows e CROSS JOIN LATERAL usage_event_tag_copies(e) AS c;
   RETURN NULL;
 END $$;
 CREATE TRIGGER usage_event_tags_insert AFTER INSERT ON usage_events
-  FOR EACH ROW WHEN (NEW.tags <> '{}'::jsonb) EXECUTE FUNCTION usage_event_tags_insert();
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION usage_event_tags_sync();
+CREATE TRIGGER usage_event_tags_update AFTER UPDATE ON usage_events
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION usage_event_tags_sync();
 
 -- A database converted with events already in it.
 INSERT INTO usage_event_tags SELECT c.* FROM usage_events e CROSS JOIN LATERAL usage_event_tag_copies(e) AS c;

@@ -253,6 +253,15 @@ describe('TimescaleDB mode', () => {
     expect(await walk({ tag: { key: 'job', value: 'nightly' }, ...window }, true)).toEqual(
       expected((e) => e.tags.job === 'nightly' && e.time >= window.from && e.time < window.to),
     );
+    // An update (as `meter pricing reprice` makes) reaches the copies, compressed ones too.
+    await db.query(`UPDATE usage_events SET cost = 9, price_version = 'p2' WHERE event_id = $1`, [late.id]);
+    const repriced = (await listEvents(db, acct, { limit: 50, tag: { key: 'job', value: 'nightly' } } as never, {
+      retentionVisibility: true,
+      tagTable: true,
+      now: new Date(now),
+    })) as { events: { id: string; cost: unknown; price_version: string }[] };
+    expect(repriced.events.find((e) => e.id === late.id)).toMatchObject({ cost: { text: '9' }, price_version: 'p2' });
+    expect(repriced.events).toHaveLength(8);
     const [copies] = await db.query<{ n: string }>(
       `SELECT count(*)::text AS n FROM usage_event_tags WHERE account_id = $1`,
       [acct],
