@@ -86,6 +86,10 @@ export async function listEvents(
     const where = [`account_id = ${arg(accountId)}`, `tag_key = ${arg(p.tag.key)}`, `tag_value = ${arg(p.tag.value)}`];
     if (p.provider) where.push(`provider = ${arg(p.provider)}`);
     if (p.model) where.push(`model = ${arg(p.model)}`);
+    // Its 7-day chunks outlive the raw horizon (where usage_events' chunks are dropped) by days.
+    where.push(
+      `time >= ${arg((opts.now ?? new Date()).toISOString())}::timestamptz - (SELECT max(raw_retention_days) FROM plans) * interval '1 day'`,
+    );
     rows = await db.query<EventRow>(
       `SELECT ${COLUMNS} FROM usage_event_tags WHERE ${[...where, ...within].join(' AND ')} ${order}`,
       params,

@@ -253,6 +253,20 @@ describe('TimescaleDB mode', () => {
     expect(await walk({ tag: { key: 'job', value: 'nightly' }, ...window }, true)).toEqual(
       expected((e) => e.tags.job === 'nightly' && e.time >= window.from && e.time < window.to),
     );
+    // Past the longest plan retention nothing is listed, even for an account whose plan changed
+    // since (no visibility limit yet) and before retention dropped the raw chunk.
+    const fresh = await account(db, 'pro');
+    await db.query(`UPDATE accounts SET plan_changed_at = now() WHERE id = $1`, [fresh]);
+    await insertBatch(db, [
+      ev(fresh, now - 95 * DAY, '1', { job: 'old' }),
+      ev(fresh, now - 80 * DAY, '1', { job: 'old' }),
+    ]);
+    const old = (await listEvents(db, fresh, { limit: 10, tag: { key: 'job', value: 'old' } } as never, {
+      retentionVisibility: true,
+      tagTable: true,
+      now: new Date(now),
+    })) as { events: unknown[] };
+    expect(old.events).toHaveLength(1);
     // An update (as `meter pricing reprice` makes) reaches the copies, compressed ones too.
     await db.query(`UPDATE usage_events SET cost = 9, price_version = 'p2' WHERE event_id = $1`, [late.id]);
     const repriced = (await listEvents(db, acct, { limit: 50, tag: { key: 'job', value: 'nightly' } } as never, {
