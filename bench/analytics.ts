@@ -4,6 +4,7 @@
  * reports p50 / p99 of each endpoint over HTTP. Target: p50 < 10 ms at 5M events.
  *
  *   npm run bench:analytics -- [--events 5000000] [--requests 300] [--keep] [--timescale | --engine]
+ *                              [--database meter_bench_… (one kept before: migrated, not seeded again)]
  *
  * --timescale: the database in TimescaleDB mode (the server must have TimescaleDB): events in
  * the hypertable, the continuous aggregates refreshed and chunks past the shortest plan
@@ -29,13 +30,15 @@ import { openPostgres } from '../src/store/postgres.js';
 import { refreshAggregates } from '../src/store/timescale/maintenance.js';
 import { ensureTimescale, inTimescaleMode } from '../src/store/timescale/mode.js';
 import { admin, baseUrl, log, seed } from './seed.js';
-import { hasFlag, numberFlag } from './args.js';
+import { hasFlag, numberFlag, stringFlag } from './args.js';
 
 const EVENTS = numberFlag('events', Number(process.env.BENCH_EVENTS ?? 5_000_000));
 const REQUESTS = numberFlag('requests', 300);
 const KEEP = hasFlag('keep');
 const ENGINE = hasFlag('engine');
 const TIMESCALE = ENGINE || hasFlag('timescale');
+/** A database an earlier run kept: measured again (after pending migrations and upkeep), not re-seeded. */
+const REUSE = stringFlag('database');
 /** The test engine in a child process; its URL and how to stop it. */
 async function startEngine(): Promise<{ url: string; stop(): void }> {
   const child = fork(fileURLToPath(new URL('../test/helpers/timescale-engine.mjs', import.meta.url)), {
@@ -56,9 +59,9 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function main(): Promise<void> {
-  const dbName = ENGINE ? 'the test engine' : `meter_bench_${randomBytes(4).toString('hex')}`;
+  const dbName = ENGINE ? 'the test engine' : (REUSE ?? `meter_bench_${randomBytes(4).toString('hex')}`);
   const engine = ENGINE ? await startEngine() : undefined;
-  if (!engine) await admin(`CREATE DATABASE ${dbName}`);
+  if (!engine && !REUSE) await admin(`CREATE DATABASE ${dbName}`);
   const url = new URL(engine?.url ?? baseUrl);
   if (!engine) url.pathname = `/${dbName}`;
   const plain = openPostgres(url.toString(), { max: engine ? 1 : 10 });
@@ -68,8 +71,17 @@ async function main(): Promise<void> {
   try {
     if (TIMESCALE) await ensureTimescale(db);
     await migrate(db);
-    log(`seeding ${EVENTS.toLocaleString('en')} events into ${dbName}`);
-    const accounts = await seed(db, EVENTS, { timescale: TIMESCALE });
+    let accounts: string[];
+    if (REUSE) {
+      accounts = (
+        await db.query<{ id: string }>(`SELECT id FROM accounts WHERE name LIKE 'bench-%' ORDER BY length(name), name`)
+      ).map((r) => r.id);
+      if (TIMESCALE) await runRetention(db); // compresses what the migrations added
+      await db.exec('VACUUM ANALYZE');
+    } else {
+      log(`seeding ${EVENTS.toLocaleString('en')} events into ${dbName}`);
+      accounts = await seed(db, EVENTS, { timescale: TIMESCALE });
+    }
     const [sizes] = await db.query<{ events: string; daily: string; tags: string; size: string }>(`SELECT
       (SELECT count(*) FROM usage_events) AS events, (SELECT count(*) FROM usage_daily) AS daily,
       (SELECT count(*) FROM usage_tag_daily) AS tags, pg_size_pretty(pg_database_size(current_database())) AS size`);
@@ -125,6 +137,7 @@ async function main(): Promise<void> {
       ['events?tag=team:t3', () => '/analytics/events?tag=team:t3'],
       ['events?tag=feature:f10 (0.6% of calls)', () => '/analytics/events?tag=feature:f10'],
       ['events?tag=feature:f9 (other accounts only)', () => '/analytics/events?tag=feature:f9'],
+      ['events?tag=job:nightly (0.005% of calls)', () => '/analytics/events?tag=job:nightly'],
       [
         'events?from=…&to=… (one day)',
         () => {
@@ -153,7 +166,7 @@ async function main(): Promise<void> {
       log(`${name}: p50 ${ms(percentile(times, 50))} ms`);
     }
     console.log(
-      `\nanalytics on ${ENGINE ? 'the TimescaleDB test engine (WASM)' : TIMESCALE ? 'TimescaleDB' : 'PostgreSQL'}, ${EVENTS.toLocaleString('en')} events (${sizes!.daily} daily rows, ${sizes!.tags} tag rows, ${sizes!.size}); ` +
+      `\nanalytics on ${ENGINE ? 'the TimescaleDB test engine (WASM)' : TIMESCALE ? 'TimescaleDB' : 'PostgreSQL'}, ${Number(sizes!.events).toLocaleString('en')} events (${sizes!.daily} daily rows, ${sizes!.tags} tag rows, ${sizes!.size}); ` +
         `heavy account holds half; ${REQUESTS} sequential requests each over HTTP (ms)\n`,
     );
     console.table(results);
@@ -161,7 +174,7 @@ async function main(): Promise<void> {
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await db.close();
     if (engine) engine.stop();
-    else if (KEEP) log(`kept database ${dbName}`);
+    else if (KEEP || REUSE) log(`kept database ${dbName}`);
     else await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   }
 }

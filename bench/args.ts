@@ -7,3 +7,8 @@ export function numberFlag(name: string, fallback: number): number {
 }
 
 export const hasFlag = (name: string): boolean => args.includes(`--${name}`);
+
+export function stringFlag(name: string): string | undefined {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+}

@@ -43,7 +43,8 @@ export const MODELS: [string, string][] = [
 ];
 
 /** Events g in [lo, hi): even g to the heavy account, the rest round-robin; times spread over
- *  the last 90 days; tags: team (70%, 13 values), env (67%, 2), feature (29%, 50). */
+ *  the last 90 days; tags: team (70%, 13 values), env (67%, 2), feature (29%, 50), and a rare
+ *  one, job=nightly (1 event in 20,000, all the heavy account's). */
 const EVENTS_SQL = `
 INSERT INTO usage_events (time, recorded_at, event_id, account_id, key_id, provider, model, requested_model, status,
   input_tokens, output_tokens, cost, price_version, usage_source, latency_ms, ttfb_ms, stream, tags)
@@ -55,8 +56,11 @@ SELECT t, t, gen_random_uuid(),
   jsonb_strip_nulls(jsonb_build_object(
     'team', CASE WHEN g % 10 < 7 THEN 't' || (g % 13) END,
     'env', CASE g % 3 WHEN 0 THEN 'prod' WHEN 1 THEN 'staging' END,
-    'feature', CASE WHEN g % 7 < 2 THEN 'f' || (g % 50) END))
-FROM generate_series($4::bigint, $5::bigint - 1) AS g, LATERAL (SELECT now() - random() * interval '90 days' AS t) AS r`;
+    'feature', CASE WHEN g % 7 < 2 THEN 'f' || (g % 50) END,
+    'job', CASE WHEN g % 20000 = 0 THEN 'nightly' END))
+FROM generate_series($4::bigint, $5::bigint - 1) AS g,
+  -- WHERE g …: a LATERAL that does not reference g is computed once, giving every event one time.
+  LATERAL (SELECT now() - random() * interval '90 days' AS t WHERE g IS NOT NULL) AS r`;
 
 const DAILY_ROLLUP_SQL = `
 INSERT INTO usage_daily (account_id, day, provider, model, spend, requests, input_tokens, output_tokens,

@@ -53,46 +53,68 @@ export async function listEvents(
   db: Queryable,
   accountId: string,
   p: EventsParams,
-  opts: { retentionVisibility?: boolean; now?: Date } = {},
+  opts: { retentionVisibility?: boolean; tagTable?: boolean; now?: Date } = {},
 ): Promise<JsonValue> {
-  const strategy = p.tag
-    ? await chooseTagStrategy(
-        db,
-        accountId,
-        p.tag,
-        { fromDay: p.from && utcDayOf(p.from), toDay: dayOfUpperBound(p) },
-        p.limit,
-      )
-    : undefined;
+  // The tag table answers any tag at the cost of one index range: no estimate first.
+  const strategy =
+    p.tag && !opts.tagTable
+      ? await chooseTagStrategy(
+          db,
+          accountId,
+          p.tag,
+          { fromDay: p.from && utcDayOf(p.from), toDay: dayOfUpperBound(p) },
+          p.limit,
+        )
+      : undefined;
   if (strategy === 'none') return { events: [], next_cursor: null };
 
   const params: unknown[] = [];
   const arg = (v: unknown) => `$${params.push(v)}`;
-  const where: string[] = [];
-  if (p.tag && strategy === 'lookup') {
-    // Only the GIN expression index answers this; the account is part of the lookup.
-    const wanted = { [ACCOUNT_TAG_KEY]: accountId.toLowerCase(), [p.tag.key]: p.tag.value };
-    where.push(`${ACCOUNT_TAGS_EXPR} @> ${arg(JSON.stringify(wanted))}::jsonb`);
-  } else {
-    where.push(`account_id = ${arg(accountId)}`);
-    if (p.tag) where.push(`tags @> ${arg(JSON.stringify({ [p.tag.key]: p.tag.value }))}::jsonb`);
-  }
+  // Conditions on time alone, the same on usage_events and usage_event_tags.
+  const within: string[] = [];
   if (opts.retentionVisibility)
-    where.push(visibleSince(arg((opts.now ?? new Date()).toISOString()), `${arg(accountId)}::uuid`));
-  if (p.provider) where.push(`provider = ${arg(p.provider)}`);
-  if (p.model) where.push(`model = ${arg(p.model)}`);
-  if (p.from) where.push(`time >= ${arg(p.from)}::timestamptz`);
-  if (p.to) where.push(`time < ${arg(p.to)}::timestamptz`);
-  if (p.cursor) where.push(`(time, event_id) < (${arg(p.cursor.time)}::timestamptz, ${arg(p.cursor.eventId)}::uuid)`);
-  const filter = `FROM usage_events WHERE ${where.join(' AND ')}`;
+    within.push(visibleSince(arg((opts.now ?? new Date()).toISOString()), `${arg(accountId)}::uuid`));
+  if (p.from) within.push(`time >= ${arg(p.from)}::timestamptz`);
+  if (p.to) within.push(`time < ${arg(p.to)}::timestamptz`);
+  if (p.cursor) within.push(`(time, event_id) < (${arg(p.cursor.time)}::timestamptz, ${arg(p.cursor.eventId)}::uuid)`);
   const order = `ORDER BY time DESC, event_id DESC LIMIT ${arg(p.limit + 1)}`;
-  // One row more than asked tells whether another page exists. A lookup is materialised first
-  // so the planner cannot trade the few matches for a walk of the whole table in time order.
-  const sql =
-    strategy === 'lookup'
-      ? `WITH matches AS MATERIALIZED (SELECT * ${filter}) SELECT ${COLUMNS} FROM matches ${order}`
-      : `SELECT ${COLUMNS} ${filter} ${order}`;
-  const rows = await db.query<EventRow>(sql, params);
+
+  let rows: EventRow[];
+  if (p.tag && opts.tagTable) {
+    // TimescaleDB mode: compressed chunks have no GIN index, so tagged events are read from
+    // their copy under the tag (sql/110): one index range, newest first, compressed or not.
+    const where = [`account_id = ${arg(accountId)}`, `tag_key = ${arg(p.tag.key)}`, `tag_value = ${arg(p.tag.value)}`];
+    if (p.provider) where.push(`provider = ${arg(p.provider)}`);
+    if (p.model) where.push(`model = ${arg(p.model)}`);
+    // Its 7-day chunks outlive the raw horizon (where usage_events' chunks are dropped) by days.
+    where.push(
+      `time >= ${arg((opts.now ?? new Date()).toISOString())}::timestamptz - (SELECT max(raw_retention_days) FROM plans) * interval '1 day'`,
+    );
+    rows = await db.query<EventRow>(
+      `SELECT ${COLUMNS} FROM usage_event_tags WHERE ${[...where, ...within].join(' AND ')} ${order}`,
+      params,
+    );
+  } else {
+    const where: string[] = [];
+    if (p.tag && strategy === 'lookup') {
+      // Only the GIN expression index answers this; the account is part of the lookup.
+      const wanted = { [ACCOUNT_TAG_KEY]: accountId.toLowerCase(), [p.tag.key]: p.tag.value };
+      where.push(`${ACCOUNT_TAGS_EXPR} @> ${arg(JSON.stringify(wanted))}::jsonb`);
+    } else {
+      where.push(`account_id = ${arg(accountId)}`);
+      if (p.tag) where.push(`tags @> ${arg(JSON.stringify({ [p.tag.key]: p.tag.value }))}::jsonb`);
+    }
+    if (p.provider) where.push(`provider = ${arg(p.provider)}`);
+    if (p.model) where.push(`model = ${arg(p.model)}`);
+    const filter = `FROM usage_events WHERE ${[...where, ...within].join(' AND ')}`;
+    // One row more than asked tells whether another page exists. A lookup is materialised first
+    // so the planner cannot trade the few matches for a walk of the whole table in time order.
+    const sql =
+      strategy === 'lookup'
+        ? `WITH matches AS MATERIALIZED (SELECT * ${filter}) SELECT ${COLUMNS} FROM matches ${order}`
+        : `SELECT ${COLUMNS} ${filter} ${order}`;
+    rows = await db.query<EventRow>(sql, params);
+  }
   const page = rows.slice(0, p.limit);
   const last = page[page.length - 1];
   const more = rows.length > p.limit && last !== undefined;

@@ -2,7 +2,7 @@ import { maskUrl, type Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { openEmbedded } from './embedded.js';
 import { StoreLockedError } from './lockfile.js';
-import { migrate } from './migrate.js';
+import { migrate, migrateLocked, MIGRATE_LOCK } from './migrate.js';
 import type { AdminAddress } from '../admin/server.js';
 import { chooseMode, describeServer, inTimescaleMode } from './timescale/mode.js';
 import type { Db } from './types.js';
@@ -27,10 +27,15 @@ export async function openStore(config: StoreConfig, logger?: Logger): Promise<S
     : await openEmbedded(config.dataDir);
   try {
     if (db.kind === 'postgres') {
-      const mode = await chooseMode(db, { store: config.store, logger });
+      // One lock for choosing and migrating: sidecars started together on a new database wait
+      // for the first, then find its schema and take its mode.
+      const mode = await db.withAdvisoryLock(MIGRATE_LOCK, async (conn) => {
+        const chosen = await chooseMode(conn, { store: config.store, logger });
+        await migrateLocked(conn, chosen);
+        return chosen;
+      });
       if (mode === 'timescale') db = inTimescaleMode(db);
-    }
-    await migrate(db);
+    } else await migrate(db);
   } catch (err) {
     await db.close();
     throw config.databaseUrl ? withDatabaseName(err as Error, config.databaseUrl) : err;

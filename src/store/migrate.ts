@@ -54,6 +54,11 @@ export class MigrationModeError extends Error {
   override name = 'MigrationModeError';
 }
 
+/** The advisory lock every schema change of a database is made under (mode choice included). */
+export const MIGRATE_LOCK = 'meter.migrate';
+
+type LockedConn = Queryable & { exec(sql: string): Promise<void> };
+
 /**
  * Applies pending migrations in order, each in its own transaction, under an advisory lock so
  * two daemons starting together against one database do not race. Returns what it applied.
@@ -66,55 +71,63 @@ export async function migrate(
   migrations = loadMigrations(sqlDir, db.kind),
   opts: { convert?: boolean } = {},
 ): Promise<Migration[]> {
-  return db.withAdvisoryLock('meter.migrate', async (conn) => {
-    await conn.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY,
-      name text NOT NULL,
-      applied_at timestamptz NOT NULL DEFAULT now()
+  return db.withAdvisoryLock(MIGRATE_LOCK, (conn) => migrateLocked(conn, db.kind, migrations, opts));
+}
+
+/** migrate() on a connection that already holds MIGRATE_LOCK (the mode was chosen under it). */
+export async function migrateLocked(
+  conn: LockedConn,
+  kind: StoreKind,
+  migrations = loadMigrations(sqlDir, kind),
+  opts: { convert?: boolean } = {},
+): Promise<Migration[]> {
+  await conn.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  );
+  ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS variant text`);
+  const want = variantOf(kind);
+  const mode = await schemaMode(conn);
+  if (mode && mode !== want && !(opts.convert && mode === 'plain' && want === 'timescale')) {
+    throw new MigrationModeError(
+      mode === 'plain'
+        ? 'this database is in plain PostgreSQL mode (usage_daily is a table): `meter migrate --to-timescale` converts it'
+        : 'this database is in TimescaleDB mode (usage_daily is a continuous aggregate) and cannot be migrated as plain PostgreSQL',
     );
-    ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS variant text`);
-    const want = variantOf(db.kind);
-    const mode = await schemaMode(conn);
-    if (mode && mode !== want && !(opts.convert && mode === 'plain' && want === 'timescale')) {
-      throw new MigrationModeError(
-        mode === 'plain'
-          ? 'this database is in plain PostgreSQL mode (usage_daily is a table): `meter migrate --to-timescale` converts it'
-          : 'this database is in TimescaleDB mode (usage_daily is a continuous aggregate) and cannot be migrated as plain PostgreSQL',
-      );
-    }
-    const done = new Map(
-      (
-        await conn.query<{ version: number; variant: string | null }>('SELECT version, variant FROM schema_migrations')
-      ).map((r) => [r.version, r.variant]),
-    );
-    const applied: Migration[] = [];
-    for (const m of migrations) {
-      if (done.has(m.version)) {
-        // Rows written before variants were recorded are plain: only plain files existed then.
-        const recorded = done.get(m.version) ?? (m.variant ? 'plain' : null);
-        if ((m.variant ?? null) !== recorded) {
-          throw new MigrationModeError(
-            `migration ${m.version}_${m.name} was applied for ${recorded ?? 'every'} mode, ` +
-              `and this database is being migrated as ${want}: refusing to mix the modes' schemas`,
-          );
-        }
-        continue;
+  }
+  const done = new Map(
+    (
+      await conn.query<{ version: number; variant: string | null }>('SELECT version, variant FROM schema_migrations')
+    ).map((r) => [r.version, r.variant]),
+  );
+  const applied: Migration[] = [];
+  for (const m of migrations) {
+    if (done.has(m.version)) {
+      // Rows written before variants were recorded are plain: only plain files existed then.
+      const recorded = done.get(m.version) ?? (m.variant ? 'plain' : null);
+      if ((m.variant ?? null) !== recorded) {
+        throw new MigrationModeError(
+          `migration ${m.version}_${m.name} was applied for ${recorded ?? 'every'} mode, ` +
+            `and this database is being migrated as ${want}: refusing to mix the modes' schemas`,
+        );
       }
-      await conn.exec('BEGIN');
-      try {
-        await conn.exec(m.sql);
-        await conn.query('INSERT INTO schema_migrations (version, name, variant) VALUES ($1, $2, $3)', [
-          m.version,
-          m.name,
-          m.variant ?? null,
-        ]);
-        await conn.exec('COMMIT');
-      } catch (err) {
-        await conn.exec('ROLLBACK').catch(() => {});
-        throw new Error(`migration ${m.version}_${m.name} failed: ${(err as Error).message}`);
-      }
-      applied.push(m);
+      continue;
     }
-    return applied;
-  });
+    await conn.exec('BEGIN');
+    try {
+      await conn.exec(m.sql);
+      await conn.query('INSERT INTO schema_migrations (version, name, variant) VALUES ($1, $2, $3)', [
+        m.version,
+        m.name,
+        m.variant ?? null,
+      ]);
+      await conn.exec('COMMIT');
+    } catch (err) {
+      await conn.exec('ROLLBACK').catch(() => {});
+      throw new Error(`migration ${m.version}_${m.name} failed: ${(err as Error).message}`);
+    }
+    applied.push(m);
+  }
+  return applied;
 }

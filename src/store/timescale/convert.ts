@@ -1,5 +1,5 @@
 import type { Config } from '../../config.js';
-import { migrate, schemaMode } from '../migrate.js';
+import { MIGRATE_LOCK, migrateLocked, schemaMode } from '../migrate.js';
 import { openPostgres } from '../postgres.js';
 import type { Db } from '../types.js';
 import { refreshAggregates } from './maintenance.js';
@@ -21,13 +21,18 @@ export async function convertToTimescale(
   const db = openPostgres(config.databaseUrl, { max: config.dbPoolMax });
   const ts = inTimescaleMode(db);
   try {
-    if ((await schemaMode(db)) === 'timescale') {
-      await migrate(ts);
-      return { db: ts, conversion: 'already' };
-    }
-    await migrate(db);
-    await ensureTimescale(db);
-    await migrate(ts, undefined, { convert: true });
+    // Under the migration lock throughout: a sidecar starting meanwhile waits and finds the result.
+    const conversion = await db.withAdvisoryLock(MIGRATE_LOCK, async (conn) => {
+      if ((await schemaMode(conn)) === 'timescale') {
+        await migrateLocked(conn, 'timescale');
+        return 'already' as const;
+      }
+      await migrateLocked(conn, 'postgres');
+      await ensureTimescale(conn);
+      await migrateLocked(conn, 'timescale', undefined, { convert: true });
+      return 'converted' as const;
+    });
+    if (conversion === 'already') return { db: ts, conversion };
     const [first] = await ts.query<{ t: Date | null }>('SELECT min(time) AS t FROM usage_events');
     if (first?.t) await refreshAggregates(ts, { from: new Date(first.t) });
     return { db: ts, conversion: 'converted' };

@@ -75,6 +75,12 @@ export async function refreshAggregates(
   return names.length;
 }
 
+/** usage_events and, where sql/110 made it, its tag table: their chunks go together. */
+async function rawHypertables(db: Queryable): Promise<string[]> {
+  const [row] = await db.query<{ tags: string | null }>(`SELECT to_regclass('usage_event_tags')::text AS tags`);
+  return row?.tags ? ['usage_events', 'usage_event_tags'] : ['usage_events'];
+}
+
 export interface TimescaleRetentionResult {
   droppedChunks: number;
   compressedChunks: number;
@@ -90,20 +96,25 @@ export async function timescaleRetention(db: Queryable, now = Date.now()): Promi
     Number((await db.query<{ n: string }>(sql, params))[0]?.n ?? 0);
 
   const rawCutoff = new Date(now - h.longestRawDays * DAY);
-  const droppedChunks = await count(
-    `SELECT count(*) AS n FROM drop_chunks('usage_events', older_than => $1::timestamptz)`,
-    [rawCutoff],
-  );
+  const hypertables = await rawHypertables(db);
+  let droppedChunks = 0;
+  for (const table of hypertables) {
+    const n = await count(`SELECT count(*) AS n FROM drop_chunks($1::regclass, older_than => $2::timestamptz)`, [
+      table,
+      rawCutoff,
+    ]);
+    if (table === 'usage_events') droppedChunks = n;
+  }
 
   const compressBefore = new Date(now - h.shortestRawDays * DAY);
-  const chunks = (
-    await db.query<{ chunk: string }>(
-      `SELECT format('%I.%I', chunk_schema, chunk_name) AS chunk FROM timescaledb_information.chunks
-      WHERE hypertable_name = 'usage_events' AND NOT is_compressed AND range_end <= $1::timestamptz ORDER BY range_start`,
-      [compressBefore],
-    )
-  ).map((r) => r.chunk);
-  for (const chunk of chunks) await db.query('SELECT compress_chunk($1::regclass, if_not_compressed => true)', [chunk]);
+  const chunks = await db.query<{ chunk: string; hypertable: string }>(
+    `SELECT format('%I.%I', chunk_schema, chunk_name) AS chunk, hypertable_name AS hypertable
+      FROM timescaledb_information.chunks
+      WHERE hypertable_name = ANY($2::text[]) AND NOT is_compressed AND range_end <= $1::timestamptz ORDER BY range_start`,
+    [compressBefore, hypertables],
+  );
+  for (const { chunk } of chunks)
+    await db.query('SELECT compress_chunk($1::regclass, if_not_compressed => true)', [chunk]);
 
   const d = new Date(now);
   const rollupCutoff = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - h.longestRollupMonths, 1));
@@ -122,5 +133,10 @@ export async function timescaleRetention(db: Queryable, now = Date.now()): Promi
       await db.query(`DELETE FROM ${table} WHERE day < $1::date RETURNING 1`, [rollupCutoff.toISOString().slice(0, 10)])
     ).length;
   }
-  return { droppedChunks, compressedChunks: chunks.length, droppedAggregateChunks, carriedRows };
+  return {
+    droppedChunks,
+    compressedChunks: chunks.filter((c) => c.hypertable === 'usage_events').length,
+    droppedAggregateChunks,
+    carriedRows,
+  };
 }

@@ -38,7 +38,15 @@ export async function ensureTimescale(db: Queryable): Promise<string> {
   try {
     await db.query('CREATE EXTENSION IF NOT EXISTS timescaledb');
   } catch (err) {
-    throw new StoreModeError(`TimescaleDB cannot be used on this database: ${(err as Error).message}. ${PRELOAD_HINT}`);
+    // Another session created it at the same moment (IF NOT EXISTS does not cover that race;
+    // meter's own opens are serialised by the migration lock): it is there, which is all we need.
+    const raced = (err as { code?: string }).code === '23505' && (await timescaleVersions(db)).installed;
+    if (!raced) {
+      throw new StoreModeError(
+        `TimescaleDB cannot be used on this database: ${(err as Error).message}. ${PRELOAD_HINT}`,
+        { cause: err },
+      );
+    }
   }
   const { installed } = await timescaleVersions(db);
   if (!atLeastMin(installed)) {
@@ -54,8 +62,13 @@ export async function ensureTimescale(db: Queryable): Promise<string> {
  * (usage_daily: a table, or a continuous aggregate); never the extension alone. A new one is
  * TimescaleDB when METER_STORE says so (or the server cannot, an error), or, unless
  * METER_STORE=postgres, when TimescaleDB ≥ 2.23 is installed or can be created.
+ * Call it on a connection holding the migration lock (openStore does): sidecars started
+ * together on a new database then all see the first one's choice and schema.
  */
-export async function chooseMode(db: Db, opts: { store?: StoreChoice; logger?: Logger } = {}): Promise<StoreKind> {
+export async function chooseMode(
+  db: Queryable,
+  opts: { store?: StoreChoice; logger?: Logger } = {},
+): Promise<StoreKind> {
   const mode = await schemaMode(db);
   if (mode === 'timescale') {
     if (opts.store === 'postgres') {
@@ -92,10 +105,19 @@ export async function chooseMode(db: Db, opts: { store?: StoreChoice; logger?: L
     await ensureTimescale(db);
     return 'timescale';
   } catch (err) {
-    opts.logger?.info({ reason: (err as Error).message }, 'TimescaleDB is not usable here: plain PostgreSQL mode');
+    // Only a server that cannot give TimescaleDB makes a new database plain; anything else
+    // (a dropped connection, a race) fails the start rather than fix the mode for good.
+    if (!(err instanceof StoreModeError) || !cannotCreate((err.cause as { code?: string })?.code)) throw err;
+    opts.logger?.info({ reason: err.message }, 'TimescaleDB is not usable here: plain PostgreSQL mode');
     return 'postgres';
   }
 }
+
+/** A CREATE EXTENSION that failed because the server or role cannot do it (not preloaded, not
+ *  installed, no privilege): a SQLSTATE other than a race (23505 unique violation, 40xxx) or
+ *  a lost connection or server (08xxx, 53xxx, 57xxx; no SQLSTATE at all: a socket error). */
+const cannotCreate = (code: string | undefined) =>
+  code !== undefined && /^[0-9A-Z]{5}$/.test(code) && !/^(23505|40|08|53|57)/.test(code);
 
 /** The same connection pool, in TimescaleDB mode: the writer inserts events only and the
  *  aggregates are refreshed by the daemon. */

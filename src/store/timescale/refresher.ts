@@ -1,25 +1,67 @@
 import type { Logger } from '../../log.js';
 import type { Component } from '../../server/daemon.js';
-import type { Db } from '../types.js';
+import type { Db, Queryable } from '../types.js';
 import { refreshAggregates } from './maintenance.js';
 
-export const REFRESH_INTERVAL_MS = 60_000;
+/** At most one refresh per this interval for the whole fleet (sql/111's claim)... */
+export const REFRESH_INTERVAL_MS = 50_000;
+/** ...and each sidecar checks this often, so one starts within 60 s of the last: a late event
+ *  is in analytics within 60 s plus one refresh. */
+export const REFRESH_CHECK_MS = 10_000;
 /** After 00:00 UTC yesterday's bucket is complete: refresh it soon, not up to a minute later. */
 const AFTER_MIDNIGHT_MS = 2_000;
 
-/** The next refresh: a minute from now, or just after the coming 00:00 UTC if that is sooner. */
-export function nextRefreshDelay(now: number, intervalMs = REFRESH_INTERVAL_MS): number {
+/** The next check: one check period from now, or just after the coming 00:00 UTC if sooner. */
+export function nextRefreshDelay(now: number, checkMs = REFRESH_CHECK_MS): number {
   const midnight = Math.floor(now / 86_400_000) * 86_400_000 + 86_400_000 + AFTER_MIDNIGHT_MS;
-  return Math.max(0, Math.min(intervalMs, midnight - now));
+  return Math.max(0, Math.min(checkMs, midnight - now));
 }
 
 /**
- * Keeps the continuous aggregates refreshed (TimescaleDB mode only): every minute and just
- * after 00:00 UTC, one sidecar of a fleet at a time (advisory lock; the others skip). A late
- * event is therefore in analytics within one interval plus one refresh.
+ * Takes the fleet's next refresh, atomically: true when the last one was claimed at least
+ * intervalMs ago, or before today's 00:00:02 UTC once that has passed (by the database's clock).
  */
-export function aggregateRefresher(opts: { store: Db; logger: Logger; intervalMs?: number }): Component {
+export async function claimRefresh(db: Queryable, intervalMs = REFRESH_INTERVAL_MS): Promise<string | undefined> {
+  // As text: a JS Date would drop the microseconds settleRefresh matches on.
+  const [row] = await db.query<{ started_at: string }>(
+    `UPDATE aggregate_refresh SET started_at = now()
+      WHERE started_at <= now() - $1 * interval '1 millisecond'
+         OR (now() >= date_trunc('day', now(), 'UTC') + $2 * interval '1 millisecond'
+             AND started_at < date_trunc('day', now(), 'UTC') + $2 * interval '1 millisecond')
+      RETURNING started_at::text`,
+    [intervalMs, AFTER_MIDNIGHT_MS],
+  );
+  return row?.started_at;
+}
+
+/** Records how a claimed refresh ended: done, or failed (the claim is handed back, so the next
+ *  check of any sidecar retries at once instead of an interval later). */
+async function settleRefresh(db: Queryable, claimed: string, ok: boolean): Promise<void> {
+  await db.query(
+    ok
+      ? 'UPDATE aggregate_refresh SET refreshed_at = started_at WHERE started_at = $1::timestamptz'
+      : 'UPDATE aggregate_refresh SET started_at = refreshed_at WHERE started_at = $1::timestamptz',
+    [claimed],
+  );
+}
+
+/**
+ * Keeps the continuous aggregates refreshed (TimescaleDB mode only): each sidecar checks every
+ * REFRESH_CHECK_MS and just after 00:00 UTC; one refresh per REFRESH_INTERVAL_MS runs in the
+ * whole fleet (claimed in the database), under an advisory lock so none overlaps another.
+ */
+export function aggregateRefresher(opts: {
+  store: Db;
+  logger: Logger;
+  intervalMs?: number;
+  checkMs?: number;
+  /** The refresh itself (a test may count them); default: every aggregate. */
+  refresh?: (conn: Queryable) => Promise<unknown>;
+}): Component {
   const { store, logger } = opts;
+  const intervalMs = opts.intervalMs ?? REFRESH_INTERVAL_MS;
+  const checkMs = opts.checkMs ?? Math.min(REFRESH_CHECK_MS, intervalMs);
+  const refresh = opts.refresh ?? ((conn: Queryable) => refreshAggregates(conn));
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
@@ -27,7 +69,17 @@ export function aggregateRefresher(opts: { store: Db; logger: Logger; intervalMs
 
   const runOnce = async () => {
     try {
-      await store.tryAdvisoryLock('meter.timescale-refresh', (conn) => refreshAggregates(conn));
+      await store.tryAdvisoryLock('meter.timescale-refresh', async (conn) => {
+        const claimed = await claimRefresh(conn, intervalMs);
+        if (!claimed) return;
+        try {
+          await refresh(conn);
+        } catch (err) {
+          await settleRefresh(conn, claimed, false).catch(() => {});
+          throw err;
+        }
+        await settleRefresh(conn, claimed, true);
+      });
       if (failing) logger.info('continuous aggregates refreshed again');
       failing = false;
     } catch (err) {
@@ -45,7 +97,7 @@ export function aggregateRefresher(opts: { store: Db; logger: Logger; intervalMs
       () => {
         running = runOnce().finally(schedule);
       },
-      nextRefreshDelay(Date.now(), opts.intervalMs),
+      nextRefreshDelay(Date.now(), checkMs),
     );
     timer.unref();
   };
@@ -54,7 +106,7 @@ export function aggregateRefresher(opts: { store: Db; logger: Logger; intervalMs
     name: 'aggregate-refresher',
     start() {
       if (store.kind !== 'timescale') return;
-      // Catch up at once: events written while no sidecar ran may sit behind the watermark.
+      // Check at once: events written while no sidecar ran may sit behind the watermark.
       running = runOnce().finally(schedule);
     },
     async stop() {
