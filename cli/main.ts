@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
+import { endQuietlyOnClosedOutput } from './closed-output.js';
 import { buildProgram } from './program.js';
 import { exitCodeOf } from './usage.js';
 
+endQuietlyOnClosedOutput();
 const program = buildProgram();
 
 try {
