@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { prepareDataDir } from './data-dir.js';
 
 /** Two processes on one PGlite directory silently lose data, so the embedded store is
  *  guarded by a lock file holding the owner's pid (and, for a daemon, where its admin API is). */
@@ -85,7 +86,7 @@ function createExclusive(path: string, info: LockInfo): boolean {
 
 /** Takes the lock or throws StoreLockedError; a stale lock from a dead process is taken over. */
 export function acquireLock(dataDir: string): { update(info: Partial<LockInfo>): void; release(): void } {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  prepareDataDir(dataDir, 'METER_DATA_DIR');
   const path = lockPath(dataDir);
   let info: LockInfo = { pid: process.pid };
   for (let attempt = 0; !create(path, info); attempt++) {
