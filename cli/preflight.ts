@@ -23,6 +23,13 @@ export async function preflight(
       `${name} is not a meter setting and is ignored (did you mean ${suggestion}?)`,
     );
   }
+  const overridden = Object.entries(config.upstreams);
+  if (overridden.length > 0) {
+    logger.info(
+      { upstreams: config.upstreams },
+      `upstreams overridden: ${overridden.map(([slug, url]) => `${slug} → ${url}`).join(', ')} (the others: the providers' public addresses)`,
+    );
+  }
   if (config.port !== 0) await checkPortFree(config.host, config.port, portFrom);
   // The spool lives there whatever the store: a bad directory is named now, not after a
   // log line that says the store is being created.
