@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
+import { endQuietlyOnClosedOutput } from './closed-output.js';
 import { buildProgram } from './program.js';
 import { exitCodeOf } from './usage.js';
 import { restrictUmask } from '../src/store/private-files.js';
@@ -7,6 +8,7 @@ import { restrictUmask } from '../src/store/private-files.js';
 // Whatever meter writes (the embedded store's files, spool, logs of dead letters) is 0600/0700.
 restrictUmask();
 
+endQuietlyOnClosedOutput();
 const program = buildProgram();
 
 try {

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { unknownVariables, type Config } from '../src/config.js';
 import type { Logger } from '../src/log.js';
+import { prepareDataDir } from '../src/store/data-dir.js';
 import { CliError } from './context.js';
 
 /**
@@ -10,14 +11,29 @@ import { CliError } from './context.js';
  * and a busy port should not be found only after that): the port is free, unknown METER_*
  * variables are named, and a first start says what it is doing.
  */
-export async function preflight(config: Readonly<Config>, logger: Logger, portFrom: string): Promise<void> {
+export async function preflight(
+  config: Readonly<Config>,
+  logger: Logger,
+  portFrom: string,
+  dataDirFrom: string,
+): Promise<void> {
   for (const { name, suggestion } of unknownVariables()) {
     logger.warn(
       { variable: name, suggestion },
       `${name} is not a meter setting and is ignored (did you mean ${suggestion}?)`,
     );
   }
+  const overridden = Object.entries(config.upstreams);
+  if (overridden.length > 0) {
+    logger.info(
+      { upstreams: config.upstreams },
+      `upstreams overridden: ${overridden.map(([slug, url]) => `${slug} → ${url}`).join(', ')} (the others: the providers' public addresses)`,
+    );
+  }
   if (config.port !== 0) await checkPortFree(config.host, config.port, portFrom);
+  // The spool lives there whatever the store: a bad directory is named now, not after a
+  // log line that says the store is being created.
+  prepareDataDir(config.dataDir, dataDirFrom);
   if (!config.databaseUrl && !existsSync(join(config.dataDir, 'pgdata'))) {
     logger.info({ dataDir: config.dataDir }, 'creating the embedded store (first start only; takes a few seconds)');
   }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { ConfigError } from '../src/config.js';
+import { DataDirError } from '../src/store/data-dir.js';
 import { CliError, UsageError } from './context.js';
 
 /** `meter keys create`: the command's full name, as a user types it. */
@@ -47,5 +48,6 @@ export function oneLineErrors(cmd: Command): void {
 export function exitCodeOf(err: unknown): number {
   if (err instanceof CliError) return err.exitCode;
   if (err instanceof ConfigError) return 2;
+  if (err instanceof DataDirError) return err.exitCode;
   return 1;
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
@@ -7,9 +7,11 @@ import { ensureBuilt } from './helpers/daemon.js';
 import { createTestDatabase, tempDir } from './helpers/stores.js';
 
 /**
- * README's promise that its examples run as written: every `meter …` line of a ```sh block is run
- * in order, as a user would paste it, against a scratch database. Syntax summaries live in
- * ```text blocks and are not run. The few lines that cannot run here are listed with the reason.
+ * The docs' promise that their examples run as written: every `meter …` line of a ```sh block of
+ * README and of every docs/ page is run in order (README, then the pages in the order README's
+ * index lists them, then any other page), as a user would paste it, against one scratch
+ * database. Syntax summaries live in ```text blocks and are not run. The few lines that cannot
+ * run here are listed with the reason.
  */
 
 const NOT_RUN: [RegExp, string][] = [
@@ -45,8 +47,21 @@ function sh(line: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null
   });
 }
 
-describe('README examples', () => {
-  const examples = shellExamples(readFileSync(join(packageRoot, 'README.md'), 'utf8'));
+/** README first, then docs/ pages as README's index links them, then the rest by name. */
+function pagesInOrder(): string[] {
+  const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
+  const linked = [...readme.matchAll(/\]\((docs\/[\w.-]+\.md)\)/g)].map((m) => m[1]!);
+  const all = existsSync(join(packageRoot, 'docs'))
+    ? readdirSync(join(packageRoot, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`)
+        .sort()
+    : [];
+  return ['README.md', ...new Set([...linked.filter((p) => all.includes(p)), ...all])];
+}
+
+describe('README and docs/ examples', () => {
+  const examples = pagesInOrder().flatMap((p) => shellExamples(readFileSync(join(packageRoot, p), 'utf8')));
 
   it('has CLI examples, written with real values (no <placeholders> or …)', () => {
     expect(examples.length).toBeGreaterThan(10);

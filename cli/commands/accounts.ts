@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { adminCall } from '../../src/admin/client.js';
-import { printJson, printTable, withStore } from '../context.js';
+import { accountNameProblem } from '../../src/auth/accounts.js';
+import { printJson, printTable, UsageError, withStore } from '../context.js';
 
 export function registerAccounts(program: Command): void {
   const accounts = program
@@ -13,6 +14,8 @@ export function registerAccounts(program: Command): void {
     .option('--plan <plan>', 'free or pro', 'free')
     .option('--json', 'print the account as JSON')
     .action(async (name: string, opts: { plan: string; json?: boolean }) => {
+      const problem = accountNameProblem(name); // a bad value: exit 2, before the store opens
+      if (problem) throw new UsageError(problem);
       await withStore(async (store) => {
         const account = await adminCall(store, 'accounts.create', { name, plan: opts.plan });
         if (opts.json) printJson({ name: account.name, plan: account.plan, created_at: account.created_at });

@@ -47,6 +47,7 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .requiredOption('--account <name>', 'the account')
     .requiredOption('--monthly <usd>', 'monthly budget in USD, up to 8 decimals (e.g. 250 or 99.5)')
     .option('--hard-cap', 'refuse calls with 402 once the budget is reached (plans with a hard cap: Pro)')
+    .option('--no-hard-cap', 'turn the hard cap off (without either flag, the cap stays as it is)')
     .option('--json', 'print the budget as `budget show --json` does')
     .action(async (opts: { account: string; monthly: string; hardCap?: boolean; json?: boolean }) => {
       const usd = parseBudgetUsd(opts.monthly);
@@ -60,10 +61,10 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
         const result = await adminCall(store, 'budget.set', {
           account: opts.account,
           monthlyUsd: usd,
-          hardCap: opts.hardCap === true,
+          hardCap: opts.hardCap,
         });
         if (opts.json) return printJson(budgetJson(result.view));
-        out(`budget of ${opts.account}: $${usd} a month${opts.hardCap ? ', hard cap on' : ''}`);
+        out(`budget of ${opts.account}: $${usd} a month${result.view.hard_cap ? ', hard cap on' : ''}`);
         if (result.rearmed.length) {
           out(
             `alerts at ${result.rearmed.map((l) => `${l}%`).join(', ')} will fire again when the new budget reaches them`,

@@ -48,7 +48,9 @@ export function registerKeys(program: Command): void {
 
   keys
     .command('revoke <id>')
-    .description('revoke a key (its id, or the full mk_… key): every sidecar refuses it within 5 s')
+    .description(
+      'revoke a key (its id, or the full mk_… key): every sidecar refuses it within METER_KEY_REFRESH_MS (2 s by default)',
+    )
     .option('--json', 'print the result as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       await withStore(async (store) => {

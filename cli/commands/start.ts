@@ -32,6 +32,7 @@ export function registerStart(program: Command): void {
         config,
         logger,
         opts.port ? '--port' : process.env.METER_PORT ? 'METER_PORT' : 'the default port',
+        opts.dataDir ? '--data-dir' : process.env.METER_DATA_DIR ? 'METER_DATA_DIR' : 'the default',
       );
       let daemon: Daemon;
       try {

@@ -139,10 +139,15 @@ export class TopData {
     return this.accounts[this.accountIndex]!;
   }
 
-  /** The `a` key: the next account (reloads its history). */
+  /** The `a` key: the next account (reloads its history). The list is read again, so an
+   *  account created after `meter top` started joins the cycle. */
   async nextAccount(): Promise<void> {
-    if (this.accounts.length < 2) return;
-    this.accountIndex = (this.accountIndex + 1) % this.accounts.length;
+    const current = this.account.id;
+    const accounts = await this.source.run<Account>('top.accounts', []);
+    if (accounts.length > 0) this.accounts = accounts;
+    const at = this.accounts.findIndex((a) => a.id === current); // -1: it was deleted
+    if (this.accounts.length < 2 && at === 0) return;
+    this.accountIndex = (at + 1) % this.accounts.length;
     await this.load();
   }
 

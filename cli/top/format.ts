@@ -43,6 +43,24 @@ export function fit(raw: string, width: number, align: 'left' | 'right' = 'left'
   return align === 'left' ? text.padEnd(width) : text.padStart(width);
 }
 
+/** At most `width` characters, cut in the middle so both ends stay (`llama-3…ersatile`). */
+export function fitMiddle(text: string, width: number): string {
+  if (text.length <= width) return text;
+  if (width <= 1) return width === 1 ? '…' : '';
+  const head = Math.ceil((width - 1) / 2);
+  const tail = width - 1 - head;
+  return `${text.slice(0, head)}…${tail > 0 ? text.slice(-tail) : ''}`;
+}
+
+/** A model's name in at most `width` characters: `provider/model` when it fits, else the model
+ *  alone, else without a dated snapshot suffix, else cut in the middle. Two models never look
+ *  the same because their common start was all that was left. */
+export function modelName(provider: string | undefined, model: string, width: number): string {
+  const undated = model.replace(/-(\d{8}|\d{4}-\d{2}-\d{2})$/, '');
+  for (const name of [provider ? `${provider}/${model}` : model, model, undated]) if (name.length <= width) return name;
+  return fitMiddle(undated, width);
+}
+
 const SPARKS = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 /** One character per value, scaled to the largest; blank for zero. */

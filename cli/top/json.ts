@@ -13,6 +13,9 @@ export function figuresJson(f: Figures, indent = 0): string {
       interval_s: f.interval_s,
       month: {
         ...f.month,
+        // a boolean, as /analytics/summary has it; whether calls are being refused, beside it
+        hard_cap: f.month.hard_cap !== 'off',
+        hard_cap_reached: f.month.hard_cap === 'reached',
         spend: raw(f.month.spend),
         requests: raw(f.month.requests),
         budget: rawOrNull(f.month.budget),

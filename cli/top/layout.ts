@@ -6,7 +6,19 @@
  */
 import { printable } from '../../src/printable.js';
 import type { Figures } from './derive.js';
-import { budgetBar, count, countShort, fit, ms, pct, sparkline, usd, usdTotal } from './format.js';
+import {
+  budgetBar,
+  count,
+  countShort,
+  fit,
+  fitMiddle,
+  modelName,
+  ms,
+  pct,
+  sparkline,
+  usd,
+  usdTotal,
+} from './format.js';
 
 export interface Segment {
   text: string;
@@ -68,7 +80,9 @@ function monthLines(f: Figures, s: FrameState): Line[] {
       ? 'no hard cap'
       : m.hard_cap === 'on'
         ? 'hard cap on'
-        : 'hard cap REACHED: calls refused (402)';
+        : s.width >= 100
+          ? 'hard cap REACHED: calls refused (402)'
+          : 'hard cap REACHED (402)';
   const fired = m.levels_fired.length ? ` fired ${m.levels_fired.join(',')}` : '';
   const color = levelColor(m.utilization_pct);
   const suffix = ` 50·80·100%${fired}`;
@@ -129,9 +143,10 @@ function rateLines(f: Figures, s: FrameState): Line[] {
 function groupTables(f: Figures, s: FrameState, rows: number): Line[] {
   const leftW = Math.floor((s.width - 1) / 2);
   const rightW = s.width - 1 - leftW;
+  // Each number keeps a space before it, so a wide amount is cut, never run into its neighbour.
+  const nameWidth = (w: number) => w - 12 - 9;
   const table = (title: string, items: { name: string; spend: string; requests: string }[], w: number) => {
-    // Each number keeps a space before it, so a wide amount is cut, never run into its neighbour.
-    const nameW = w - 12 - 9;
+    const nameW = nameWidth(w);
     const cols = (name: string, spend: string, calls: string) =>
       `${fit(name, nameW)} ${fit(spend, 11, 'right')} ${fit(calls, 8, 'right')}`;
     const lines = [cols(title, 'spend', 'calls')];
@@ -141,13 +156,17 @@ function groupTables(f: Figures, s: FrameState, rows: number): Line[] {
   };
   const models = table(
     'By model, month',
-    f.by_model.map((m) => ({ name: `${m.provider}/${m.model}`, ...m })),
+    f.by_model.map((m) => ({ name: modelName(m.provider, m.model, nameWidth(leftW)), ...m })),
     leftW,
   );
-  const tagTitle = f.by_tag.key === null ? 'By tag: no tags this month' : `By tag ${f.by_tag.key}, month`;
+  const tagTitle =
+    f.by_tag.key === null ? 'No tags this month' : fitMiddle(`By tag ${f.by_tag.key}, month`, nameWidth(rightW));
   const tags = table(
     tagTitle,
-    f.by_tag.groups.map((g) => ({ name: g.value ?? '(untagged)', ...g })),
+    f.by_tag.groups.map((g) => ({
+      name: g.value === null ? '(untagged)' : fitMiddle(g.value, nameWidth(rightW)),
+      ...g,
+    })),
     rightW,
   );
   return models.map((l, i) => (i === 0 ? [label(l), seg(' '), label(tags[i]!)] : [seg(l), label('│'), seg(tags[i]!)]));
@@ -168,7 +187,7 @@ function tailLines(f: Figures, s: FrameState, rows: number): Line[] {
     const cells = [
       t.time.slice(11, 19),
       t.provider,
-      t.model,
+      modelName(undefined, t.model, cols[2]!),
       `${count(t.input_tokens)}→${count(t.output_tokens)}`,
       t.unpriced ? 'unpriced' : usd(t.cost, 6),
       ms(t.latency_ms),

@@ -110,7 +110,7 @@ export const adminCommands = {
       monthlyUsd: z
         .string()
         .refine((v) => parseBudgetUsd(v) !== undefined, 'a USD amount greater than 0 with up to 8 decimals'),
-      hardCap: z.boolean(),
+      hardCap: z.boolean().optional(),
     }),
     async (db, a) => {
       const result = await setBudget(db, a.account, parseBudgetUsd(a.monthlyUsd)!, a.hardCap);

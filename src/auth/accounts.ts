@@ -30,15 +30,19 @@ async function unknownPlan(db: Queryable, plan: string): Promise<AdminError> {
 }
 
 export function unknownAccount(name: string): AdminError {
-  return new AdminError(`unknown account ${JSON.stringify(name)} (see: meter accounts list)`);
+  return new AdminError(`unknown account ${JSON.stringify(name)} (see \`meter accounts list\`)`);
+}
+
+/** Why `name` cannot be an account's name, or undefined when it can. */
+export function accountNameProblem(name: string): string | undefined {
+  return ACCOUNT_NAME.test(name)
+    ? undefined
+    : `invalid account name ${JSON.stringify(name)}: 1-64 characters A-Z a-z 0-9 _ . -, starting with a letter or digit`;
 }
 
 export async function createAccount(db: Queryable, name: string, plan = 'free'): Promise<Account> {
-  if (!ACCOUNT_NAME.test(name)) {
-    throw new AdminError(
-      `invalid account name ${JSON.stringify(name)}: 1-64 characters A-Z a-z 0-9 _ . -, starting with a letter or digit`,
-    );
-  }
+  const problem = accountNameProblem(name);
+  if (problem) throw new AdminError(problem);
   // One statement (it may run through a daemon's admin API): an unknown plan or a taken name
   // inserts nothing, and a second look says which.
   const rows = await db.query<{ name: string; plan: string; created_at: unknown }>(

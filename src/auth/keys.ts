@@ -121,7 +121,7 @@ function shownKey(idOrKey: string): string {
 }
 
 function unknownKey(id: string): AdminError {
-  return new AdminError(`unknown key ${JSON.stringify(shownKey(id))} (see: meter keys list)`);
+  return new AdminError(`unknown key ${JSON.stringify(shownKey(id))} (see \`meter keys list\`)`);
 }
 
 /** Revokes at once (every sidecar drops it at its next refresh). Revoking twice is a no-op. */

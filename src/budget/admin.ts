@@ -33,15 +33,16 @@ export interface SetBudgetResult {
 }
 
 /**
- * Sets (or replaces) an account's monthly budget. `--hard-cap` is refused unless the plan has
- * plans.hard_cap. Changing the budget re-arms this month's fired levels that lie above the new
+ * Sets (or replaces) an account's monthly budget. `hardCap` undefined keeps the cap as it is (off
+ * for a new budget): changing the amount must not silently turn a cap off. `--hard-cap` is
+ * refused unless the plan has plans.hard_cap. Changing the budget re-arms this month's fired levels that lie above the new
  * utilisation (a raised budget alerts again at 80% of the new amount), in the same statement.
  */
 export async function setBudget(
   db: Queryable,
   account: string,
   monthlyUsd: string,
-  hardCap: boolean,
+  hardCap: boolean | undefined,
   now = new Date(),
 ): Promise<SetBudgetResult> {
   const w = monthWindow(now);
@@ -50,9 +51,9 @@ export async function setBudget(
        SELECT a.id, a.plan, p.hard_cap AS plan_hard_cap FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.name = $1
      ), saved AS (
        INSERT INTO budgets (account_id, monthly_usd, hard_cap)
-       SELECT id, $2::numeric, $3::boolean FROM acct WHERE plan_hard_cap OR NOT $3::boolean
+       SELECT id, $2::numeric, COALESCE($3::boolean, false) FROM acct WHERE plan_hard_cap OR $3::boolean IS NOT TRUE
        ON CONFLICT (account_id) DO UPDATE
-         SET monthly_usd = EXCLUDED.monthly_usd, hard_cap = EXCLUDED.hard_cap, updated_at = now()
+         SET monthly_usd = EXCLUDED.monthly_usd, hard_cap = COALESCE($3::boolean, budgets.hard_cap), updated_at = now()
        RETURNING account_id, monthly_usd
      ), spend AS (
        SELECT COALESCE(sum(u.spend), 0) AS total FROM usage_daily u
@@ -65,7 +66,7 @@ export async function setBudget(
      SELECT plan, plan_hard_cap, (SELECT count(*) FROM saved)::int AS saved,
             COALESCE((SELECT array_agg(level::int ORDER BY level) FROM rearmed), '{}'::int[]) AS rearmed
        FROM acct`,
-    [account, monthlyUsd, hardCap, w.from, w.to, w.month],
+    [account, monthlyUsd, hardCap ?? null, w.from, w.to, w.month],
   );
   if (!row) throw unknownAccount(account);
   if (row.saved === 0) {

@@ -58,34 +58,13 @@ export async function startDaemon(
    *  database at once, or stops right after what is under way (migrations) ends. */
   opts: { signal?: AbortSignal } = {},
 ): Promise<Daemon> {
-  const store = await openStoreWhenUp(config, logger, opts.signal);
-  if (opts.signal?.aborted) {
-    await store.close();
-    throw new StartAborted();
-  }
-  // The mode and the server's versions, once: which storage this sidecar really runs on.
-  logger.info(await describeStore(store).catch(() => ({ store: store.kind })), `store: ${store.kind}`);
-  const metrics = new DaemonMetrics();
-  registerDaemonMetrics(metrics, store);
-  const ctx: DaemonContext = { config, logger, store, metrics };
-  const components: Component[] = [];
-  const routes: [string, Handler][] = [];
-  try {
-    for (const factory of factories) {
-      const component = await factory(ctx);
-      await component.start?.();
-      components.push(component);
-      for (const [prefix, handler] of Object.entries(component.routes ?? {})) routes.push([prefix, handler]);
-    }
-  } catch (err) {
-    for (const c of components.reverse()) await c.stop?.();
-    await store.close();
-    throw err;
-  }
-
   const { limits } = config;
+  /** Set once the store is open and every component started; until then only the probes answer. */
+  let ready: { store: Store; metrics: DaemonMetrics; routes: [string, Handler][] } | undefined;
+  const startup = { reason: 'opening the store' };
   // Not async: a proxied call is answered without a promise of its own per request.
   const handle = (req: IncomingMessage, res: ServerResponse): void | Promise<void> => {
+    if (!ready) return answerWhileStarting(req, res, startup.reason);
     if (isOverLimit(req.socket)) {
       res.shouldKeepAlive = false;
       return sendError(
@@ -106,6 +85,7 @@ export async function startDaemon(
       );
     }
     const url = req.url ?? '/';
+    const { store, metrics, routes } = ready;
     if (url === '/healthz') return sendJson(res, 200, { status: 'ok' });
     if (url === '/readyz') {
       return store
@@ -173,12 +153,26 @@ export async function startDaemon(
       inFlight.delete(socket);
     });
   });
+  // Listen first: /healthz answers 200 and /readyz 503 with the reason from the first moment,
+  // so a liveness probe does not restart a sidecar whose database is late.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const stopListening = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  const { store, metrics, components, routes } = await openAndStart(
+    config,
+    logger,
+    factories,
+    opts.signal,
+    startup,
+  ).catch(async (err: unknown) => {
+    server.closeAllConnections();
+    await stopListening();
+    throw err;
+  });
   let metricsServer: MetricsServer | undefined;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => resolve());
-    });
     if (config.metricsPort !== undefined)
       metricsServer = await startMetricsServer(config.host, config.metricsPort, metrics, logger);
   } catch (err) {
@@ -187,6 +181,7 @@ export async function startDaemon(
     await store.close();
     throw err;
   }
+  ready = { store, metrics, routes };
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
@@ -259,6 +254,52 @@ export async function startDaemon(
       return closing;
     },
   };
+}
+
+/** Opens the store (waiting for a late database, `startup.reason` saying why) and starts every
+ *  component; on a failure, stops what started and closes the store. */
+async function openAndStart(
+  config: Readonly<Config>,
+  logger: Logger,
+  factories: ComponentFactory[],
+  signal: AbortSignal | undefined,
+  startup: { reason: string },
+): Promise<{ store: Store; metrics: DaemonMetrics; components: Component[]; routes: [string, Handler][] }> {
+  const store = await openStoreWhenUp(config, logger, signal, (why) => (startup.reason = why));
+  if (signal?.aborted) {
+    await store.close();
+    throw new StartAborted();
+  }
+  // The mode and the server's versions, once: which storage this sidecar really runs on.
+  logger.info(await describeStore(store).catch(() => ({ store: store.kind })), `store: ${store.kind}`);
+  const metrics = new DaemonMetrics();
+  registerDaemonMetrics(metrics, store);
+  const ctx: DaemonContext = { config, logger, store, metrics };
+  const components: Component[] = [];
+  const routes: [string, Handler][] = [];
+  try {
+    for (const factory of factories) {
+      const component = await factory(ctx);
+      await component.start?.();
+      components.push(component);
+      for (const [prefix, handler] of Object.entries(component.routes ?? {})) routes.push([prefix, handler]);
+    }
+  } catch (err) {
+    for (const c of components.reverse()) await c.stop?.();
+    await store.close();
+    throw err;
+  }
+
+  return { store, metrics, components, routes };
+}
+
+/** Before the store is open: the process is alive (/healthz 200), not ready (/readyz 503 with
+ *  the reason), and every other route answers 503 `starting` with Retry-After. */
+function answerWhileStarting(req: IncomingMessage, res: ServerResponse, reason: string): void {
+  const url = req.url ?? '/';
+  if (url === '/healthz') return sendJson(res, 200, { status: 'ok' });
+  if (url === '/readyz') return sendJson(res, 503, { status: 'starting', reason });
+  sendError(res, 503, 'starting', `meter is starting (${reason}): retry shortly`, { headers: { 'retry-after': 1 } });
 }
 
 /** Whether `p` settled within `ms` (it rejects as it would); the timer never outlives it. */

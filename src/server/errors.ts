@@ -21,7 +21,9 @@ export type ErrorCode =
   | 'headers_too_large'
   | 'request_timeout'
   | 'bad_request'
-  | 'overloaded';
+  | 'overloaded'
+  // The daemon listens before its store is open (/healthz answers at once).
+  | 'starting';
 
 const TYPES: Record<number, string> = {
   400: 'invalid_request_error',

@@ -9,6 +9,19 @@ const types = {
   },
 };
 
+/**
+ * A session pooler (or the TimescaleDB test engine) may hand a new connection a session that
+ * still holds meter's named statements from an earlier one; pg, knowing none on its new
+ * client, would PREPARE again and fail with 42P05. Meter's names (QueryOptions.name) all start
+ * with `meter_`: drop those, and only those, before the connection is used.
+ */
+async function forgetOwnStatements(c: pg.ClientBase): Promise<void> {
+  const { rows } = await c.query<{ name: string }>(
+    `SELECT name FROM pg_prepared_statements WHERE name LIKE 'meter\\_%'`,
+  );
+  for (const { name } of rows) await c.query(`DEALLOCATE ${c.escapeIdentifier(name)}`);
+}
+
 /** PostgreSQL through a pg Pool (also the base of TimescaleDB mode). */
 export function openPostgres(connectionString: string, opts: { max?: number; applicationName?: string } = {}): Db {
   const pool = new pg.Pool({
@@ -24,6 +37,7 @@ export function openPostgres(connectionString: string, opts: { max?: number; app
     // before it is handed out (a startup option would be refused by poolers such as PgBouncer).
     onConnect: async (c: pg.ClientBase) => {
       await c.query('SET jit = off');
+      await forgetOwnStatements(c);
     },
   });
   // An idle client losing its server must not crash the daemon; the next query reconnects.

@@ -1,5 +1,6 @@
-import { chmodSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { prepareDataDir } from './data-dir.js';
 
 /**
  * Everything meter writes is its own: directories 0700, files 0600, whatever the umask and
@@ -36,7 +37,7 @@ const mode = (m: number) => (m & 0o777).toString(8).padStart(4, '0');
  */
 export function privateDir(dir: string, what = 'METER_DATA_DIR'): void {
   restrictUmask();
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  prepareDataDir(dir, what); // never Node's recursive mkdir: it spins on /proc/x
   const st = lstatSync(dir);
   if ((st.mode & OPEN_TO_OTHERS) !== 0) {
     const mine = typeof process.getuid !== 'function' || st.uid === process.getuid();

@@ -4,7 +4,8 @@ export type StoreKind = 'postgres' | 'embedded' | 'timescale';
 
 export interface QueryOptions {
   /** A statement run again and again with the same text (the event batch): parsed and planned
-   *  once per connection under this name (a lower-case SQL identifier). */
+   *  once per connection under this name (a lower-case SQL identifier starting with `meter_`,
+   *  which a reused session's leftovers are cleared by: src/store/postgres.ts). */
   name?: string;
 }
 

@@ -41,7 +41,13 @@ const MAX_RETRY_MS = 5_000;
  * not up yet, retries with backoff and says so on every attempt, so that the daemon and its
  * database can start in any order (a compose file, a reboot). A signal ends the wait at once.
  */
-export async function openStoreWhenUp(config: StoreConfig, logger: Logger, signal?: AbortSignal): Promise<Store> {
+export async function openStoreWhenUp(
+  config: StoreConfig,
+  logger: Logger,
+  signal?: AbortSignal,
+  /** Told why the store is not open yet, for /readyz. */
+  onWaiting: (reason: string) => void = () => {},
+): Promise<Store> {
   for (let attempt = 1; ; attempt++) {
     if (signal?.aborted) throw new StartAborted();
     try {
@@ -52,6 +58,7 @@ export async function openStoreWhenUp(config: StoreConfig, logger: Logger, signa
       if (!config.databaseUrl || !isDatabaseNotUp(err)) throw err;
       const retryInMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (attempt - 1));
       const cause = err as { code?: string; message?: string; cause?: { code?: string } };
+      onWaiting(`waiting for the database (${cause.code ?? cause.cause?.code ?? 'no answer'}), attempt ${attempt}`);
       logger.warn(
         {
           database: maskUrl(config.databaseUrl),

@@ -57,7 +57,9 @@ GROUP BY provider, model ORDER BY sum(spend) DESC, sum(requests) DESC, provider,
   },
   /** The tag keys the account used this month, by name (the `t` key cycles through them). */
   'top.tag_keys': {
-    sql: `SELECT DISTINCT tag_key FROM usage_tag_daily WHERE ${MONTH_DAYS} ORDER BY tag_key LIMIT 50`,
+    // the key with the most spend first: the one shown until `t` picks another
+    sql: `SELECT tag_key FROM usage_tag_daily WHERE ${MONTH_DAYS}
+           GROUP BY tag_key ORDER BY sum(spend) DESC, tag_key LIMIT 50`,
     params: ['uuid', 'date', 'date'],
   },
   /** The month's spend and calls by the values of tag $4, by spend; calls without the tag are

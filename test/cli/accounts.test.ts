@@ -31,7 +31,7 @@ describeEachBackend('meter accounts', (backend) => {
       expect(gold.code).not.toBe(0);
       expect(gold.stderr.trim()).toBe('meter: unknown plan "gold": expected one of free, pro');
       const bad = await runCli(['accounts', 'create', 'bad name!'], env);
-      expect(bad.code).not.toBe(0);
+      expect(bad.code).toBe(2); // a bad value is a usage error
       expect(bad.stderr).toContain('invalid account name "bad name!"');
     },
   );
@@ -45,7 +45,7 @@ describeEachBackend('meter accounts', (backend) => {
       { name: 'globex', plan: 'pro', created_at: expect.any(String), active_keys: 0 },
     ]);
     const nobody = await runCli(['accounts', 'set-plan', 'nobody', 'pro'], env);
-    expect(nobody.stderr.trim()).toBe('meter: unknown account "nobody" (see: meter accounts list)');
+    expect(nobody.stderr.trim()).toBe('meter: unknown account "nobody" (see `meter accounts list`)');
     const badPlan = await runCli(['accounts', 'set-plan', 'acme', 'platinum'], env);
     expect(badPlan.code).not.toBe(0);
     expect(badPlan.stderr).toContain('unknown plan "platinum": expected one of free, pro');

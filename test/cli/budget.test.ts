@@ -68,6 +68,26 @@ describeEachBackend('meter budget', (backend) => {
     expect(JSON.parse(pro.stdout)).toMatchObject({ budget: 250.5, hard_cap: true });
   });
 
+  it('a new amount keeps the hard cap as it is; only --no-hard-cap turns it off', async () => {
+    const show = async () => JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout);
+    await meter('budget', 'set', '--account', 'acme', '--monthly', '250.5', '--hard-cap');
+    expect(await meter('budget', 'set', '--account', 'acme', '--monthly', '300')).toMatchObject({
+      code: 0,
+      stdout: 'budget of acme: $300 a month, hard cap on\n',
+    });
+    expect(await show()).toMatchObject({ budget: 300, hard_cap: true });
+    expect((await meter('budget', 'set', '--account', 'acme', '--monthly', '300', '--no-hard-cap')).stdout).toBe(
+      'budget of acme: $300 a month\n',
+    );
+    expect(await show()).toMatchObject({ budget: 300, hard_cap: false });
+    expect((await meter('budget', 'set', '--account', 'acme', '--monthly', '310')).stdout).toBe(
+      'budget of acme: $310 a month\n',
+    );
+    expect(await show()).toMatchObject({ budget: 310, hard_cap: false });
+    // Free: a cap that is not asked for is not refused, whatever the plan
+    expect((await meter('budget', 'set', '--account', 'free-co', '--monthly', '11', '--no-hard-cap')).code).toBe(0);
+  });
+
   it('a raised budget re-arms the fired levels above the new utilisation', async () => {
     await meter('budget', 'set', '--account', 'acme', '--monthly', '12');
     await new BudgetMonitor(db, silentLogger, { intervalMs: 50 }).refresh(); // 102.88%: 50, 80, 100 fire

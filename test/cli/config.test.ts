@@ -42,6 +42,13 @@ describe('meter config', () => {
       });
       expect(entry(json, 'METER_SMTP_URL')?.value).toBe('smtp://alerts:***@mail:587');
       expect(entry(json, 'METER_PRICES_FILE')).toEqual({ variable: 'METER_PRICES_FILE', value: null, source: 'unset' });
+      // an upstream not overridden shows the address calls go to
+      expect(entry(json, 'METER_UPSTREAM_ANTHROPIC')).toEqual({
+        variable: 'METER_UPSTREAM_ANTHROPIC',
+        value: 'https://api.anthropic.com/v1',
+        source: 'default',
+      });
+      expect(entry(json, 'METER_UPSTREAM_GROQ')?.value).toBe('https://api.groq.com/openai/v1');
     },
   );
 
@@ -97,8 +104,15 @@ describe('meter start checks before it opens the store', () => {
       await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
       const port = (busy.address() as { port: number }).port;
       const dataDir = tempDir();
-      const r = await runCli(['start', '--port', String(port)], { METER_DATA_DIR: dataDir, DATABASE_URL: '' });
+      const r = await runCli(['start', '--port', String(port)], {
+        METER_DATA_DIR: dataDir,
+        DATABASE_URL: '',
+        METER_LOG_LEVEL: 'info',
+        METER_UPSTREAM_OPENAI: 'http://127.0.0.1:9/v1/',
+      });
       expect(r.code).toBe(1);
+      // the start log says which upstreams are not the providers' own
+      expect(r.stderr).toContain('upstreams overridden: openai → http://127.0.0.1:9/v1 (the others');
       expect(r.stderr.trim().split('\n').at(-1)).toBe(
         `meter: port ${port} on 127.0.0.1 (--port) is already in use (another meter?): choose another with --port or METER_PORT`,
       );

@@ -36,7 +36,7 @@ describeEachBackend('meter keys', (backend) => {
     expect(third.code).not.toBe(0);
     expect(third.stderr).toContain('already has 2 active keys, the limit of the free plan');
     const ghost = await runCli(['keys', 'create', '--account', 'ghost'], env);
-    expect(ghost.stderr.trim()).toBe('meter: unknown account "ghost" (see: meter accounts list)');
+    expect(ghost.stderr.trim()).toBe('meter: unknown account "ghost" (see `meter accounts list`)');
   });
 
   it(
@@ -58,7 +58,7 @@ describeEachBackend('meter keys', (backend) => {
 
       expect((await runCli(['keys', 'revoke', r.id], env)).stdout).toBe(`revoked key ${r.id}\n`);
       const unknown = await runCli(['keys', 'revoke', '000000000000'], env);
-      expect(unknown.stderr.trim()).toBe('meter: unknown key "000000000000" (see: meter keys list)');
+      expect(unknown.stderr.trim()).toBe('meter: unknown key "000000000000" (see `meter keys list`)');
 
       const list = await runCli(['keys', 'list', '--account', 'acme', '--json'], env);
       const keys = JSON.parse(list.stdout) as { id: string; status: string }[];

@@ -128,7 +128,7 @@ describe('meter usage and errors', () => {
     const unknown = `mk_000000000000_${secret}`;
     const ghost = await runCli(['keys', 'revoke', unknown], env);
     expect(ghost.code).toBe(1);
-    expect(oneLine(ghost.stderr)).toEqual(['meter: unknown key "mk_000000000000_…" (see: meter keys list)']);
+    expect(oneLine(ghost.stderr)).toEqual(['meter: unknown key "mk_000000000000_…" (see `meter keys list`)']);
     const ghostRotate = await runCli(['keys', 'rotate', unknown], env);
     expect(ghostRotate.stderr).not.toContain(secret);
 

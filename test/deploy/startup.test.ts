@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { beforeAll, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
@@ -35,15 +36,38 @@ function startChild(env: Record<string, string>) {
   return { child, exited, until, out: () => out, err: () => err };
 }
 
+/** A port nothing listens on now. */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
 it('waits for a database that is not up yet, saying so, and starts once it answers', async () => {
   const database = await databaseForFile();
   const relay = await startTcpProxy(database);
   atFileEnd(() => relay.close());
   await relay.down();
   const url = relay.urlFor(database).replace('postgres://root@', 'postgres://root:pw-never-logged@');
-  const d = startChild({ DATABASE_URL: url, METER_DATA_DIR: tempDirAtFileEnd() });
+  const port = await freePort();
+  const d = startChild({ DATABASE_URL: url, METER_DATA_DIR: tempDirAtFileEnd(), METER_PORT: String(port) });
   await d.until(() => (d.err().match(/database not reachable yet/g) ?? []).length >= 2);
   expect(d.out()).toBe('');
+  // Alive but not ready while it waits: a liveness probe must not restart it.
+  const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+  expect(health.status).toBe(200);
+  const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+  expect(ready.status).toBe(503);
+  expect(await ready.json()).toMatchObject({
+    status: 'starting',
+    reason: expect.stringMatching(/^waiting for the database \(ECONNREFUSED\), attempt \d+$/),
+  });
+  const call = await fetch(`http://127.0.0.1:${port}/proxy/openai/v1/models`);
+  expect(call.status).toBe(503);
+  expect(call.headers.get('retry-after')).toBe('1');
+  expect(await call.json()).toMatchObject({ error: { code: 'starting' } });
   await relay.up();
   await d.until(() => d.out().includes('meter listening on'));
   const base = /meter listening on (\S+)/.exec(d.out())![1]!;

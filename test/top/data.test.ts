@@ -51,17 +51,27 @@ describeEachBackend(
       expect(f.window).toMatchObject({ calls: 3, error_rate_pct: 33.3, estimated_pct: 33.3, unpriced_pct: 0 });
       expect(f.spend_per_minute.reduce((a, b) => a + Number(b) * 1e8, 0)).toBe(30_000_001); // recorded this minute
       expect(f.by_model[0]).toEqual({ provider: 'openai', model: 'gpt-4o', spend: '0.2', requests: '1' });
-      expect(f.by_tag.keys).toEqual(['env', 'team']);
-      expect(f.by_tag.key).toBe('env');
-      expect(f.by_tag.groups).toEqual([
+      // the key with the most spend first (team $0.3, env $0.1), not the first by name
+      expect(f.by_tag.keys).toEqual(['team', 'env']);
+      expect(f.by_tag.key).toBe('team');
+      expect(f.by_tag.groups.map((x) => x.value)).toEqual(['ads', 'search', null]);
+      top.nextTagKey();
+      const g = await top.refresh();
+      expect(g.by_tag.key).toBe('env');
+      expect(g.by_tag.groups).toEqual([
         { value: null, spend: '0.20000001', requests: '2' },
         { value: 'prod', spend: '0.1', requests: '1' },
       ]);
-      top.nextTagKey();
-      const g = await top.refresh();
-      expect(g.by_tag.groups.map((x) => x.value)).toEqual(['ads', 'search', null]);
+      // an account created after meter top started joins the `a` cycle
+      await db.query("INSERT INTO accounts (name, plan) VALUES ('mid', 'free')");
+      await top.nextAccount();
+      const mid = await top.refresh();
+      expect(mid.account).toBe('mid');
+      expect(mid.accounts).toEqual(['acme', 'mid', 'zeta']);
       await top.nextAccount();
       expect((await top.refresh()).account).toBe('zeta');
+      await top.nextAccount();
+      expect((await top.refresh()).account).toBe('acme');
     });
 
     it('picks up new calls by cursor, slow ones included, each once', async () => {

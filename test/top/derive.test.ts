@@ -13,6 +13,7 @@ import {
   type Snapshot,
   type TopEvent,
 } from '../../cli/top/derive.js';
+import { figuresJson } from '../../cli/top/json.js';
 
 const NOW = Date.parse('2026-11-24T12:30:30Z'); // 30 s into minute 12:30
 const ev = (secondsAgo: number, cost: string, over: Partial<TopEvent> = {}): TopEvent => ({
@@ -152,5 +153,14 @@ describe('figures', () => {
     expect(f.tail).toHaveLength(1);
     expect(f.tail[0]).toMatchObject({ cost: '0.1', tags: { team: 'search' }, status: 200 });
     expect(f.spend_per_minute.at(-1)).toBe('0.3');
+    // --json: hard_cap a boolean, as /analytics/summary has it
+    const month = (JSON.parse(figuresJson(f)) as { month: Record<string, unknown> }).month;
+    expect(month).toMatchObject({ hard_cap: true, hard_cap_reached: false, spend: 80.3, budget: 100 });
+    const reached = JSON.parse(
+      figuresJson(deriveFigures({ ...snapshot, month: { ...snapshot.month, spend: '100.00000001' } })),
+    ) as { month: Record<string, unknown> };
+    expect(reached.month).toMatchObject({ hard_cap: true, hard_cap_reached: true });
+    const off = JSON.parse(figuresJson(deriveFigures({ ...snapshot, month: { ...snapshot.month, hard_cap: false } })));
+    expect(off.month).toMatchObject({ hard_cap: false, hard_cap_reached: false });
   });
 });

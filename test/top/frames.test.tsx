@@ -8,7 +8,7 @@ import { Box } from 'ink';
 import { render } from 'ink-testing-library';
 import { describe, expect, it } from 'vitest';
 import { toUnits } from '../../src/budget/money.js';
-import { bucketsFrom, deriveFigures, type TopEvent } from '../../cli/top/derive.js';
+import { bucketsFrom, deriveFigures, type Figures, type Snapshot, type TopEvent } from '../../cli/top/derive.js';
 import type { FrameState } from '../../cli/top/layout.js';
 import { TopView } from '../../cli/top/view.js';
 
@@ -42,7 +42,7 @@ const events: TopEvent[] = Array.from({ length: 240 }, (_, i) => {
   };
 });
 
-const figures = deriveFigures({
+const snapshot: Snapshot = {
   account: 'acme',
   plan: 'pro',
   accounts: ['acme', 'beta'],
@@ -65,12 +65,13 @@ const figures = deriveFigures({
   buckets: bucketsFrom(events),
   events,
   tailSize: 100,
-});
+};
+const figures = deriveFigures(snapshot);
 
-function frame(state: FrameState): string {
+function frame(state: FrameState, shown: Figures = figures): string {
   const app = render(
     <Box width={state.width} flexShrink={0}>
-      <TopView figures={figures} state={state} color={false} />
+      <TopView figures={shown} state={state} color={false} />
     </Box>,
   );
   const text = app.lastFrame() ?? '';
@@ -95,6 +96,11 @@ describe('meter top frames', () => {
     const lines = text.trimEnd().split('\n');
     expect(lines).toHaveLength(23);
     for (const l of lines) expect([...l].length).toBeLessThanOrEqual(80);
+    // names shortened so rows stay apart: the provider prefix dropped, a snapshot date dropped,
+    // or cut in the middle (both ends stay)
+    expect(text).toContain('claude-sonnet-4 ');
+    expect(text).toContain('llama-3.…rsatile');
+    expect(text).not.toMatch(/anthropic\/claude-…/);
     matches('top-80x24.txt', text);
   });
 
@@ -105,6 +111,26 @@ describe('meter top frames', () => {
     expect(lines.some((l) => [...l].length > 120)).toBe(true);
     expect(text).toContain('claude-sonnet-4-20250514');
     matches('top-160x40.txt', text);
+  });
+
+  it('at 80 columns, keeps whole what would be cut: no tags yet, a reached cap, two look-alike models', () => {
+    const narrow = deriveFigures({
+      ...snapshot,
+      month: { ...snapshot.month, spend: '512.34567891' },
+      byModel: [
+        { provider: 'anthropic', model: 'claude-3-5-sonnet-20241022', spend: '2', requests: '2' },
+        { provider: 'anthropic', model: 'claude-3-5-haiku-20241022', spend: '1', requests: '1' },
+      ],
+      tagKey: null,
+      tagKeys: [],
+      byTag: [],
+    });
+    const text = frame({ width: 80, height: 24 }, narrow);
+    for (const l of text.trimEnd().split('\n')) expect([...l].length).toBeLessThanOrEqual(80);
+    expect(text).toContain('hard cap REACHED (402)');
+    expect(text).toContain('No tags this month');
+    expect(text).toContain('claude-3-5-sonnet ');
+    expect(text).toContain('claude-3-5-haiku ');
   });
 
   it('shows the state: paused, help, a failed refresh', () => {

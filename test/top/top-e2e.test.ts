@@ -16,6 +16,9 @@ import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
 import { runCli } from '../helpers/cli.js';
 import { answerChat, eventually, openaiVia } from '../helpers/fleet.js';
 import { startFakeUpstream } from '../helpers/upstreams.js';
+import { hasTool } from '../helpers/tools.js';
+
+const hasTmux = hasTool('tmux', 'apt-get install tmux');
 
 const run = promisify(execFile);
 const socket = `meter-top-${randomBytes(4).toString('hex')}`;
@@ -103,7 +106,7 @@ describe('meter top end to end', () => {
     },
   );
 
-  it(
+  it.skipIf(!hasTmux)(
     'runs live in a terminal: new calls appear, keys work, NO_COLOR holds, a resize redraws, q restores the terminal',
     { timeout: 180_000 },
     async () => {
