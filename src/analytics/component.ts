@@ -56,9 +56,7 @@ export function createAnalytics({
   };
   // /analytics/export streams its rows (src/export) instead of answering one JSON value.
   const streamed = 'export';
-  const routeList = [...Object.keys(endpoints), streamed]
-    .map((e) => `/analytics/${e}`)
-    .join(', ');
+  const routeList = [...Object.keys(endpoints), streamed].map((e) => `/analytics/${e}`).join(', ');
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const principal = await authenticator.authenticate(req.headers);
@@ -73,7 +71,8 @@ export function createAnalytics({
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const name = url.pathname.replace(/^\/analytics\//, '').replace(/\/$/, '');
     const run = Object.hasOwn(endpoints, name) ? endpoints[name as keyof typeof endpoints] : undefined;
-    if (!run && name !== streamed) return sendError(res, 404, 'not_found', `no analytics route ${url.pathname}: try ${routeList}`);
+    if (!run && name !== streamed)
+      return sendError(res, 404, 'not_found', `no analytics route ${url.pathname}: try ${routeList}`);
     if (req.method !== 'GET') {
       return sendError(
         res,

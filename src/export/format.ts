@@ -77,12 +77,17 @@ export function rowFormatter(
     };
   }
   const g = p.groupBy;
-  const groupColumns = !g ? [] : g.kind === 'day' ? ['day'] : g.kind === 'model' ? ['provider', 'model'] : [`tag:${g.key}`];
+  const groupColumns = !g
+    ? []
+    : g.kind === 'day'
+      ? ['day']
+      : g.kind === 'model'
+        ? ['provider', 'model']
+        : [`tag:${g.key}`];
   const csv = p.format === 'csv';
   if (g) {
     const cells = (r: GroupRow): (string | null)[] => {
-      const group =
-        g.kind === 'day' ? [r.day!] : g.kind === 'model' ? [r.provider!, r.model!] : [r.tag_value ?? null];
+      const group = g.kind === 'day' ? [r.day!] : g.kind === 'model' ? [r.provider!, r.model!] : [r.tag_value ?? null];
       return [...group, r.requests, r.input_tokens, r.output_tokens, r.cost];
     };
     const names = [...groupColumns, ...SUM_COLUMNS];

@@ -54,7 +54,8 @@ export function checkExportParams(
 ): Checked<ExportParams> {
   const bad = (param: string, message: string): Checked<ExportParams> => ({ ok: false, param, message });
   const format = input.format;
-  if (format === undefined) return bad(names.format, `${names.format} is required: one of ${EXPORT_FORMATS.join(', ')}`);
+  if (format === undefined)
+    return bad(names.format, `${names.format} is required: one of ${EXPORT_FORMATS.join(', ')}`);
   if (!(EXPORT_FORMATS as readonly string[]).includes(format))
     return bad(names.format, `${names.format} must be one of ${EXPORT_FORMATS.join(', ')}, got ${shown(format)}`);
   for (const name of ['from', 'to'] as const) {
@@ -64,7 +65,8 @@ export function checkExportParams(
   }
   const from = input.from ?? firstOfMonth(now);
   const to = input.to ?? (input.from ? nextDay(from) : firstOfNextMonth(now));
-  if (from >= to) return bad(names.to, `${names.to} must be later than ${names.from} (from is inclusive, to exclusive)`);
+  if (from >= to)
+    return bad(names.to, `${names.to} must be later than ${names.from} (from is inclusive, to exclusive)`);
   if (daysBetween(from, to) > MAX_DAYS) return bad(names.to, `the range must be at most ${MAX_DAYS} days`);
   let groupBy: GroupBy | undefined;
   const g = input.groupBy;
@@ -77,7 +79,10 @@ export function checkExportParams(
         `${names.groupBy} must be day, model or tag:<key> (key 1-64 characters of A-Z a-z 0-9 _ . -), got ${shown(g)}`,
       );
     if (format === 'focus')
-      return bad(names.groupBy, `${names.groupBy} does not apply to focus: its rows are one per day, model and tag set`);
+      return bad(
+        names.groupBy,
+        `${names.groupBy} does not apply to focus: its rows are one per day, model and tag set`,
+      );
   }
   return { ok: true, value: { from, to, format: format as ExportFormat, ...(groupBy ? { groupBy } : {}) } };
 }
