@@ -8,6 +8,7 @@ import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
 import { registerConfig } from './commands/config.js';
+import { registerExport } from './commands/export.js';
 import { registerTop } from './commands/top.js';
 import { oneLineErrors } from './usage.js';
 
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerAlerts(program);
   registerConfig(program);
   registerTop(program);
+  registerExport(program);
   oneLineErrors(program);
   return program;
 }

@@ -28,7 +28,10 @@ const MAX_DAYS = 3_660;
 const shown = (v: string) => JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v);
 
 /** A real calendar day (V8 reads 2026-02-30 as 2 March: the text must round-trip). */
-const isDay = (v: string) => DAY_RE.test(v) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v);
+function isDay(v: string): boolean {
+  const t = DAY_RE.test(v) ? Date.parse(`${v}T00:00:00Z`) : NaN;
+  return !Number.isNaN(t) && new Date(t).toISOString().startsWith(v);
+}
 
 export const firstOfMonth = (now: Date) => `${now.toISOString().slice(0, 7)}-01`;
 export function firstOfNextMonth(now: Date): string {
