@@ -9,8 +9,8 @@
 import type { Db, Queryable } from '../store/types.js';
 import { nextDay, type ExportParams } from './params.js';
 
-/** Rows fetched per round trip (a batch of raw rows is about 0.5 MB of text). */
-export const BATCH_ROWS = 2_000;
+/** Rows fetched per round trip (a batch of raw rows is about 0.2 MB of text). */
+export const BATCH_ROWS = 1_000;
 
 export interface RawRow {
   event_id: string;
