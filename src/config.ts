@@ -81,6 +81,10 @@ const envSchema = z.object({
   METER_METERING_BODY_BYTES: int(1_024, 268_435_456).optional(),
   METER_MAX_DECODED_BYTES: int(1_024, 17_179_869_184).optional(),
   ...Object.fromEntries(PROVIDER_SLUGS.map((s) => [upstreamVar(s), url(['http:', 'https:']).optional()])),
+  // OpenTelemetry export (src/otel): on when either endpoint is set; the SDK reads the other OTEL_* itself.
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(['http:', 'https:']).optional(),
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).optional(),
 });
 
 export interface Config {
@@ -113,6 +117,8 @@ export interface Config {
   limits: Readonly<Limits>;
   /** Base address override per provider (origin + base path), from METER_UPSTREAM_<SLUG>. */
   upstreams: Partial<Record<ProviderSlug, string>>;
+  /** OpenTelemetry export of a span and GenAI metrics per call (an OTLP endpoint is set). */
+  otel: boolean;
 }
 
 export interface Limits {
@@ -293,6 +299,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
       maxDecodedBytes: limit('METER_MAX_DECODED_BYTES'),
     }),
     upstreams: Object.freeze(upstreams),
+    otel:
+      (e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined) &&
+      e.OTEL_SDK_DISABLED !== 'true',
   });
 }
 
