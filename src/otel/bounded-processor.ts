@@ -100,10 +100,15 @@ export class BoundedSpanProcessor implements SpanProcessor {
     while (this.inFlight || this.queue.length > 0) await this.exportNext();
   }
 
+  /** One last batch (bounded by the export timeout), so a dead collector cannot hold a
+   *  shutdown batch after batch; what is left then counts as dropped. */
   async shutdown(): Promise<void> {
     clearInterval(this.timer);
-    await this.forceFlush();
     this.stopped = true;
+    await this.inFlight;
+    await this.exportNext();
+    this.counts.droppedExportFailed += this.queue.length;
+    this.queue = [];
     await this.exporter.shutdown();
   }
 }
