@@ -10,6 +10,9 @@ import type { Context } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import type { ReadableSpan, Span, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
+/** The longest a shutdown waits for the collector (a daemon's stop must not hang on it). */
+const SHUTDOWN_WAIT_MS = 3_000;
+
 export interface SpanCounts {
   exported: number;
   /** Dropped because the queue was full (a slow or dead collector). */
@@ -105,10 +108,15 @@ export class BoundedSpanProcessor implements SpanProcessor {
   async shutdown(): Promise<void> {
     clearInterval(this.timer);
     this.stopped = true;
-    await this.inFlight;
-    await this.exportNext();
+    const bounded = (p: Promise<unknown>) => {
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise((r) => (timer = setTimeout(r, Math.min(this.opts.exportTimeoutMs, SHUTDOWN_WAIT_MS))));
+      return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+    };
+    await bounded(this.inFlight ?? Promise.resolve());
+    if (!this.inFlight) await bounded(this.exportNext());
     this.counts.droppedExportFailed += this.queue.length;
     this.queue = [];
-    await this.exporter.shutdown();
+    await bounded(this.exporter.shutdown());
   }
 }
