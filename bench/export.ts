@@ -29,7 +29,8 @@ async function exportRun(args: string[]): Promise<{ seconds: number; peakMb: num
   let peakMb = 0;
   const sampler = setInterval(() => {
     try {
-      peakMb = Math.max(peakMb, rssMb(child.pid!));
+      const mb = rssMb(child.pid!);
+      if (Number.isFinite(mb)) peakMb = Math.max(peakMb, mb); // an exited child reads as NaN
     } catch {
       // exited between samples
     }
