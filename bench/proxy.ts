@@ -6,11 +6,13 @@
  * see the same machine. Everything runs from dist/ (`npm run bench` builds first).
  *
  *   npm run bench -- [--c1 3000] [--streams 1000] [--c64-seconds 2] [--rounds 3]
- *                    [--soak-seconds 600] [--startup-runs 3] [--bare]
+ *                    [--soak-seconds 600] [--startup-runs 3] [--bare] [--otel]
  *
  * BENCH_DATABASE_URL=postgres://…/<throwaway database>: the daemon on PostgreSQL, else on the
  * embedded store in a throwaway data dir. BENCH_DAEMON_ARGS: node flags for the daemon only
  * (e.g. --cpu-prof). --bare adds the proxy without metering (bench/proxy-daemon.ts; PostgreSQL only).
+ * --otel adds a second meter with OpenTelemetry export on (OTLP/HTTP to a collector stand-in in
+ * this process that answers 200 at once): the cost of a span and metric points per call.
  *
  * Prints, per round and as medians over the rounds, the latency each adds to a direct call
  * (non-stream p50/p99 at concurrency 1, a stream's first byte), CPU per call (every thread of
@@ -39,12 +41,13 @@ const ROUNDS = numberFlag('rounds', 3);
 const SOAK_SECONDS = numberFlag('soak-seconds', 0);
 const STARTUP_RUNS = numberFlag('startup-runs', 3);
 const WITH_BARE = hasFlag('bare');
+const WITH_OTEL = hasFlag('otel');
 const DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 const dist = (p: string) => join(packageRoot, 'dist', p);
 
-type Name = 'direct' | 'floor' | 'bare' | 'meter';
+type Name = 'direct' | 'floor' | 'bare' | 'meter' | 'otel';
 interface Target {
   name: Name;
   pool: Pool;
@@ -189,7 +192,13 @@ function table(rounds: Round[], names: Name[], store: string): string {
   const ratio = (pick: (r: Round) => Map<Name, number>) =>
     median(rounds.map((r) => pick(r).get('meter')! / pick(r).get('floor')!));
   const proxies = names.filter((n) => n !== 'direct');
-  const head = { floor: 'bare pass-through', bare: 'proxy alone', meter: 'meter', direct: 'direct' };
+  const head = {
+    floor: 'bare pass-through',
+    bare: 'proxy alone',
+    meter: 'meter',
+    otel: 'meter + OTel export',
+    direct: 'direct',
+  };
   const rows: string[] = [
     `| ${['', ...proxies.map((n) => head[n]), 'ratio', 'target'].join(' | ')} |`,
     `|${Array(proxies.length + 3)
@@ -242,11 +251,30 @@ function table(rounds: Round[], names: Name[], store: string): string {
   return rows.join('\n');
 }
 
+/** An OTLP/HTTP collector stand-in: reads each export and answers 200 at once. */
+async function sinkCollector(): Promise<{ url: string; requests(): number }> {
+  const { createServer } = await import('node:http');
+  let requests = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  const { port } = server.address() as import('node:net').AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, requests: () => requests };
+}
+
 async function main(): Promise<void> {
   // The proxy alone checks keys in its own store: on the embedded store that is another data
   // directory, which has none of the bench's keys.
   if (WITH_BARE && !DATABASE_URL)
     throw new Error('--bare needs BENCH_DATABASE_URL (the proxy alone and meter must share one store for the key)');
+  if (WITH_OTEL && !DATABASE_URL)
+    throw new Error('--otel needs BENCH_DATABASE_URL (both meters must share one store for the key)');
   const dataDir = mkdtempSync(join(tmpdir(), 'meter-bench-'));
   const services: Service[] = [];
   const pools: Pool[] = [];
@@ -287,6 +315,15 @@ async function main(): Promise<void> {
         )
       : undefined;
     if (bare) services.push(bare);
+    const collector = WITH_OTEL ? await sinkCollector() : undefined;
+    const otel = collector
+      ? await spawnService(
+          [...extra, dist('cli/main.js'), 'start'],
+          { ...env, METER_DATA_DIR: join(dataDir, 'otel'), OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
+          packageRoot,
+        )
+      : undefined;
+    if (otel) services.push(otel);
 
     const pool = (url: string) => {
       const p = new Pool(url, { connections: 64 });
@@ -311,6 +348,7 @@ async function main(): Promise<void> {
       proxied('floor', floor),
       ...(bare ? [proxied('bare', bare)] : []),
       proxied('meter', meter),
+      ...(otel ? [proxied('otel', otel)] : []),
     ];
 
     log('warming up…');
@@ -354,6 +392,7 @@ async function main(): Promise<void> {
         `soak at c=64 for ${SOAK_SECONDS} s: ${soak.rps.toFixed(0)} req/s; peak RSS per minute: ${perMinute.map((mb, i) => `${i + 1} min ${mb.toFixed(0)} MB`).join(', ')}\n`,
       );
     }
+    if (collector) process.stdout.write(`OTLP requests received by the collector stand-in: ${collector.requests()}\n`);
   } finally {
     await Promise.all(pools.map((p) => p.close()));
     for (const s of services.reverse()) await stopService(s);

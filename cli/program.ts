@@ -8,6 +8,7 @@ import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
 import { registerConfig } from './commands/config.js';
+import { registerExport } from './commands/export.js';
 import { registerTop } from './commands/top.js';
 import { registerReconcile } from './commands/reconcile.js';
 import { oneLineErrors } from './usage.js';
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerConfig(program);
   registerTop(program);
   registerReconcile(program);
+  registerExport(program);
   oneLineErrors(program);
   return program;
 }

@@ -92,6 +92,10 @@ const envSchema = z.object({
     .pipe(z.number().min(0.01, 'a percentage from 0.01 to 100').max(100, 'a percentage from 0.01 to 100'))
     .optional(),
   ...Object.fromEntries(PROVIDER_SLUGS.map((s) => [upstreamVar(s), url(['http:', 'https:']).optional()])),
+  // OpenTelemetry export (src/otel): on when either endpoint is set; the SDK reads the other OTEL_* itself.
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(['http:', 'https:']).optional(),
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).optional(),
 });
 
 export interface Config {
@@ -128,6 +132,8 @@ export interface Config {
   adminKeys: Readonly<{ openai?: Secret; anthropic?: Secret }>;
   /** A month's reconciliation difference (percent) past which the drift alert is sent. */
   reconcileAlertPct: number;
+  /** OpenTelemetry export of a span and GenAI metrics per call (an OTLP endpoint is set). */
+  otel: boolean;
 }
 
 export interface Limits {
@@ -334,6 +340,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
       anthropic: e.METER_ANTHROPIC_ADMIN_KEY ? new Secret(e.METER_ANTHROPIC_ADMIN_KEY as string) : undefined,
     }),
     reconcileAlertPct: (e.METER_RECONCILE_ALERT_PCT as number | undefined) ?? 2,
+    otel:
+      (e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined) &&
+      e.OTEL_SDK_DISABLED !== 'true',
   });
 }
 

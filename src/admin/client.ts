@@ -14,6 +14,8 @@ const NO_SQL = 'the daemon admin API runs named commands only, not SQL (stop the
 /** A store the CLI reaches through a running daemon's admin API: only named commands. */
 export interface RemoteStore extends Db {
   call<N extends AdminCommandName>(name: N, args: AdminArgs<N>): Promise<AdminResult<N>>;
+  /** A command that answers a stream of text (`export`): its body, once the daemon said 200. */
+  stream(name: 'export', args: unknown): Promise<AsyncIterable<Buffer>>;
 }
 
 export function openRemote(address: AdminAddress): RemoteStore {
@@ -23,15 +25,15 @@ export function openRemote(address: AdminAddress): RemoteStore {
     const { Client } = await import('undici');
     return address.socket ? new Client('http://localhost', { socketPath: address.socket }) : new Client(address.url!);
   };
-  const call = async (name: string, args: unknown) => {
-    const res = await (
-      await (client ??= connect())
-    ).request({
+  const send = async (name: string, args: unknown) =>
+    (await (client ??= connect())).request({
       path: `/admin/${name}`,
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${address.token}` },
       body: JSON.stringify(args ?? {}),
     });
+  const call = async (name: string, args: unknown) => {
+    const res = await send(name, args);
     const json = (await res.body.json()) as { result?: unknown; error?: { message: string } };
     if (res.statusCode !== 200) throw new Error(json.error?.message ?? `daemon admin API answered ${res.statusCode}`);
     return json.result;
@@ -40,6 +42,12 @@ export function openRemote(address: AdminAddress): RemoteStore {
   return {
     kind: 'embedded',
     call: (name, args) => call(name, args) as Promise<never>,
+    async stream(name, args) {
+      const res = await send(name, args);
+      if (res.statusCode === 200) return res.body;
+      const json = (await res.body.json().catch(() => ({}))) as { error?: { message: string } };
+      throw new Error(json.error?.message ?? `daemon admin API answered ${res.statusCode}`);
+    },
     query: refuse,
     exec: refuse,
     transaction: refuse,
@@ -59,7 +67,7 @@ export function openRemote(address: AdminAddress): RemoteStore {
   };
 }
 
-const isRemote = (db: Db): db is RemoteStore => typeof (db as Partial<RemoteStore>).call === 'function';
+export const isRemote = (db: Db): db is RemoteStore => typeof (db as Partial<RemoteStore>).call === 'function';
 
 /** Runs a named admin command: through the daemon when it holds the store, else directly. */
 export function adminCall<N extends AdminCommandName>(

@@ -6,7 +6,15 @@ import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import { sendError, sendJson } from '../server/errors.js';
 import type { Db } from '../store/types.js';
-import { adminCommands, AdminArgsError, isAdminCommand, runAdminCommand, type AdminContext } from './commands.js';
+import { streamAdminExport } from '../export/admin.js';
+import {
+  adminCommands,
+  AdminArgsError,
+  isAdminCommand,
+  runAdminCommand,
+  type AdminCommandName,
+  type AdminContext,
+} from './commands.js';
 
 const MAX_BODY = 8 << 20;
 /** sun_path holds 108 bytes on Linux and 104 on macOS, terminator included. */
@@ -46,13 +54,15 @@ export async function startAdminServer(
       return sendError(res, 401, 'invalid_api_key', 'admin API: missing or wrong admin token');
     }
     const name = (req.url ?? '').startsWith('/admin/') ? req.url!.slice('/admin/'.length) : '';
-    if (req.method !== 'POST' || !isAdminCommand(name)) {
+    // `export` answers a stream of text instead of one JSON result (src/export/admin.ts).
+    const streamed = name === 'export';
+    if (req.method !== 'POST' || (!isAdminCommand(name) && !streamed)) {
       return sendError(
         res,
         404,
         'not_found',
         `admin API: no command ${req.method} ${JSON.stringify((req.url ?? '').slice(0, 100))}; ` +
-          `POST /admin/<command>, command one of ${Object.keys(adminCommands).join(', ')}`,
+          `POST /admin/<command>, command one of ${[...Object.keys(adminCommands), 'export'].join(', ')}`,
       );
     }
     const chunks: Buffer[] = [];
@@ -68,8 +78,9 @@ export async function startAdminServer(
     } catch {
       return sendError(res, 400, 'invalid_parameter', 'admin API: the body must be a JSON object of arguments');
     }
+    if (streamed) return streamAdminExport(db, args, res);
     try {
-      sendJson(res, 200, { result: (await runAdminCommand(db, name, args, ctx)) ?? null });
+      sendJson(res, 200, { result: (await runAdminCommand(db, name as AdminCommandName, args, ctx)) ?? null });
     } catch (err) {
       const e = err as Error;
       if (USER_ERRORS.has(e.name) || e instanceof AdminArgsError)

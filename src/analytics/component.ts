@@ -7,7 +7,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Authenticator, Principal } from '../auth/types.js';
 import type { Component } from '../server/daemon.js';
 import { sendError, sendJson } from '../server/errors.js';
-import type { Queryable } from '../store/types.js';
+import type { Logger } from '../log.js';
+import { serveExport } from '../export/http.js';
+import type { Db, Queryable } from '../store/types.js';
 import { listEvents } from './events-query.js';
 import { toJson, type JsonValue } from './json.js';
 import { byTagParams, dailyParams, eventsParams, parseParams, summaryParams, type ParamResult } from './params.js';
@@ -24,6 +26,7 @@ export interface AnalyticsOptions {
   retentionVisibility?: boolean;
   /** Which endpoints each plan includes; by default read from the plans table (cached). */
   planGate?: PlanGate;
+  logger?: Pick<Logger, 'error'>;
 }
 
 type Run = (principal: Principal, search: URLSearchParams) => Promise<ParamResult<JsonValue>>;
@@ -34,6 +37,7 @@ export function createAnalytics({
   now = () => new Date(),
   planGate,
   retentionVisibility,
+  logger,
 }: AnalyticsOptions): Component {
   const gate = planGate ?? createPlanGate(store);
   // TimescaleDB mode finds tagged events through its tag table (sql/110).
@@ -43,7 +47,7 @@ export function createAnalytics({
   const withParams = <T>(result: ParamResult<T>, run: (p: T) => Promise<JsonValue>): Promise<ParamResult<JsonValue>> =>
     result.ok ? run(result.value).then((value) => ({ ok: true, value })) : Promise.resolve(result);
 
-  const endpoints: Record<Endpoint, Run> = {
+  const endpoints: Record<Exclude<Endpoint, 'export'>, Run> = {
     daily: (who, q) => withParams(parseParams(dailyParams, q), (p) => daily(store, who.accountId, now(), p.days)),
     summary: (who, q) => withParams(parseParams(summaryParams, q), () => summary(store, who.accountId, now())),
     'by-tag': (who, q) =>
@@ -56,9 +60,9 @@ export function createAnalytics({
     reconciliation: (who, q) =>
       withParams(reconciliationParams(q, now()), (p) => reconciliationForAccount(store, who.accountId, p)),
   };
-  const routeList = Object.keys(endpoints)
-    .map((e) => `/analytics/${e}`)
-    .join(', ');
+  // /analytics/export streams its rows (src/export) instead of answering one JSON value.
+  const streamed = 'export';
+  const routeList = [...Object.keys(endpoints), streamed].map((e) => `/analytics/${e}`).join(', ');
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const principal = await authenticator.authenticate(req.headers);
@@ -72,8 +76,9 @@ export function createAnalytics({
     }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const name = url.pathname.replace(/^\/analytics\//, '').replace(/\/$/, '');
-    const run = Object.hasOwn(endpoints, name) ? endpoints[name as Endpoint] : undefined;
-    if (!run) return sendError(res, 404, 'not_found', `no analytics route ${url.pathname}: try ${routeList}`);
+    const run = Object.hasOwn(endpoints, name) ? endpoints[name as keyof typeof endpoints] : undefined;
+    if (!run && name !== streamed)
+      return sendError(res, 404, 'not_found', `no analytics route ${url.pathname}: try ${routeList}`);
     if (req.method !== 'GET') {
       return sendError(
         res,
@@ -95,6 +100,7 @@ export function createAnalytics({
         `the ${principal.plan} plan does not include ${url.pathname} (${has}); upgrade the account's plan to use it`,
       );
     }
+    if (!run) return serveExport(store as Db, principal, req, res, url.searchParams, now(), logger);
     const result = await run(principal, url.searchParams);
     if (!result.ok) return sendError(res, 400, 'invalid_parameter', result.message);
     sendJson(res, 200, toJson(result.value), { 'cache-control': 'no-store' });

@@ -5,6 +5,11 @@ import { createAnalytics } from './component.js';
 /** `/analytics/…` in the daemon: authenticates with the key cache it shares with the proxy. */
 export const analyticsComponent: ComponentFactory = async ({ config, logger, store }) => {
   const authenticator = await acquireKeyCache(store, { refreshMs: config.keyRefreshMs, logger });
-  const component = createAnalytics({ store, authenticator, retentionVisibility: store.kind === 'timescale' });
+  const component = createAnalytics({
+    store,
+    authenticator,
+    retentionVisibility: store.kind === 'timescale',
+    logger,
+  });
   return { ...component, stop: () => releaseKeyCache(store) };
 };

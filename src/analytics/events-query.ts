@@ -134,7 +134,7 @@ function dayOfUpperBound(p: EventsParams): string | undefined {
 }
 
 /** `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */
-const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');
+export const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');
 
 /** The string pairs of a stored tags object (what the caller sent). */
 export function stringTags(stored: Record<string, unknown> | null): Record<string, string> {

@@ -5,7 +5,7 @@
  */
 import type { Queryable } from '../store/types.js';
 
-export type Endpoint = 'daily' | 'summary' | 'by-tag' | 'events' | 'reconciliation';
+export type Endpoint = 'daily' | 'summary' | 'by-tag' | 'events' | 'reconciliation' | 'export';
 
 export interface PlanGate {
   /** The endpoints the plan includes; empty for a plan the store does not know. */

@@ -24,6 +24,8 @@ export interface CallMeterDeps {
   maxJsonBytes?: number;
   /** METER_MAX_DECODED_BYTES: decoding a compressed response stops there. */
   maxDecodedBytes?: number;
+  /** Called with each final event and its call (OpenTelemetry export, when on; else unset). */
+  finalized?: (event: UsageEvent, call: CallStart) => void;
 }
 
 const ZERO_USAGE: Usage = usage({});
@@ -134,6 +136,8 @@ export class MeteredCall implements CallMeter {
         this.deps.counters.record(event);
         this.deps.sink.push(event);
       }
+      const finalized = this.deps.finalized;
+      if (finalized) for (const event of events) finalized(event, this.call);
     };
     if (!this.decoder || this.unreadable) return finish(true);
     try {

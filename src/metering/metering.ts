@@ -41,6 +41,18 @@ export class MeteringService implements Metering {
     };
   }
 
+  /** Hands every final event, with its call, to `fn` too (src/otel); a failure in it is logged
+   *  and never reaches the call. */
+  onFinalized(fn: (event: UsageEvent, call: CallStart) => void): void {
+    this.deps.finalized = (event, call) => {
+      try {
+        fn(event, call);
+      } catch (err) {
+        this.opts.logger.error({ err: { message: (err as Error).message } }, 'metering: an event observer failed');
+      }
+    };
+  }
+
   begin(call: CallStart): CallMeter {
     return new MeteredCall(call, this.deps);
   }

@@ -24,6 +24,9 @@ export interface CallStart {
    *  repeats the usage of the call that made it and must not be charged again. */
   method?: string;
   tags: Record<string, string>;
+  /** The caller's W3C trace context (OpenTelemetry export parents its span on it). */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /**

@@ -45,7 +45,7 @@ export async function loadPlans(db: Queryable): Promise<Map<string, Plan>> {
 }
 
 /** Analytics endpoints a plan can include. */
-export const PLAN_ANALYTICS = ['summary', 'daily', 'by-tag', 'events', 'reconciliation'] as const;
+export const PLAN_ANALYTICS = ['summary', 'daily', 'by-tag', 'events', 'reconciliation', 'export'] as const;
 
 /** A change to one plan's limits (`meter plans set`); every field is optional. */
 export interface PlanEdits {

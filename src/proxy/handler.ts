@@ -162,7 +162,20 @@ export function createProxyHandler(deps: ProxyDeps) {
       });
 
     const id = uuidv7(time.getTime());
-    const start = { id, time, startedAt, principal, provider: target.slug, path, method: req.method, tags: tags.tags };
+    // The caller's trace context rides along for OpenTelemetry (Node joins a repeated header: a string).
+    const { traceparent, tracestate } = req.headers as Record<string, string | undefined>;
+    const start = {
+      id,
+      time,
+      startedAt,
+      principal,
+      provider: target.slug,
+      path,
+      method: req.method,
+      tags: tags.tags,
+      traceparent,
+      tracestate,
+    };
     const refuse = (a: Admission & { ok: false }) =>
       refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
     if (!deps.hardCap?.applies(principal.accountId)) {

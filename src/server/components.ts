@@ -2,6 +2,7 @@ import { createAlertDeliverer } from '../alerts/index.js';
 import { analyticsComponent } from '../analytics/index.js';
 import { createBudgetMonitor, hardCapFor } from '../budget/index.js';
 import { meteringComponent, meteringFor } from '../metering/index.js';
+import { otelComponent } from '../otel/index.js';
 import { plansFor } from '../plans/index.js';
 import { priceTableComponent } from '../pricing/component.js';
 import { proxyComponent } from '../proxy/component.js';
@@ -15,6 +16,8 @@ export const components: ComponentFactory[] = [
   priceTableComponent,
   // The event writer starts first and stops last: every drained call's event is written before exit.
   meteringComponent,
+  // OpenTelemetry export, only when an OTLP endpoint is set (its SDK is not even loaded otherwise).
+  otelComponent,
   // Plan limits (rate limit, monthly quota) kept fresh in memory, and retention.
   (ctx) => plansFor(ctx).component,
   // Month-to-date spend per budgeted account and the 50/80/100% alerts.

@@ -29,7 +29,7 @@ describe('meter plans', () => {
       expect(JSON.parse(unlimited.stdout)).toMatchObject({
         name: 'pro',
         monthly_calls: null,
-        analytics: ['summary', 'daily', 'by-tag', 'events', 'reconciliation'],
+        analytics: ['summary', 'daily', 'by-tag', 'events', 'reconciliation', 'export'],
       });
 
       const bad = await runCli(['plans', 'set', 'pro', '--rate-limit', 'fast'], env);

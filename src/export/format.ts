@@ -1,0 +1,154 @@
+/**
+ * Export rows as text: CSV (RFC 4180: a header row, CRLF, fields quoted when they hold a comma,
+ * quote or line break), JSONL (one JSON object per line) and FOCUS (CSV with the FOCUS 1.2
+ * columns). Money stays the store's exact decimal text (8 decimals); counts are written as
+ * their digits, never through a JS number.
+ */
+import { isoTime, stringTags } from '../analytics/events-query.js';
+import { integer, toJson, type JsonValue } from '../analytics/json.js';
+import { FOCUS_COLUMNS, focusRow } from './focus.js';
+import type { ExportParams } from './params.js';
+import type { GroupRow, RawRow } from './rows.js';
+
+export const RAW_COLUMNS = [
+  'time',
+  'provider',
+  'model',
+  'key_id',
+  'status',
+  'input_tokens',
+  'cached_input_tokens',
+  'output_tokens',
+  'cost',
+  'usage_source',
+] as const;
+const SUM_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'cost'] as const;
+
+/**
+ * A text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR at its start) is written
+ * with a leading apostrophe, which spreadsheets hide (OWASP "CSV injection"). Only text that
+ * callers choose (models, tag values) can start so; numbers and times never go through this.
+ */
+function safeText(v: string): string {
+  return /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
+}
+
+export function csvField(v: string | null | undefined): string {
+  if (v === null || v === undefined) return '';
+  return /[",\r\n]/.test(v) || v !== v.trim() ? `"${v.replaceAll('"', '""')}"` : v;
+}
+
+export const csvLine = (fields: (string | null | undefined)[]) => `${fields.map(csvField).join(',')}\r\n`;
+
+/** Turns rows into text, with the header first; made once per export (it knows the columns). */
+export interface RowFormatter {
+  contentType: string;
+  extension: string;
+  header: string;
+  batch(rows: (RawRow | GroupRow)[]): string;
+}
+
+const CSV = 'text/csv; charset=utf-8; header=present';
+const JSONL = 'application/x-ndjson; charset=utf-8';
+
+export function rowFormatter(
+  p: ExportParams,
+  account: { id: string; name: string },
+  tagKeys: readonly string[],
+): RowFormatter {
+  if (p.format === 'focus') {
+    return {
+      contentType: CSV,
+      extension: 'csv',
+      header: csvLine([...FOCUS_COLUMNS]),
+      batch: (rows) =>
+        rows
+          .map((r) => {
+            const row = focusRow(r as GroupRow, account, stringTags((r as GroupRow).tags ?? null));
+            return csvLine(
+              FOCUS_COLUMNS.map((c) =>
+                c === 'ResourceId' || c === 'ResourceName' || c === 'ChargeDescription'
+                  ? safeText(row[c] ?? '')
+                  : row[c],
+              ),
+            );
+          })
+          .join(''),
+    };
+  }
+  const g = p.groupBy;
+  const groupColumns = !g
+    ? []
+    : g.kind === 'day'
+      ? ['day']
+      : g.kind === 'model'
+        ? ['provider', 'model']
+        : [`tag:${g.key}`];
+  const csv = p.format === 'csv';
+  if (g) {
+    const cells = (r: GroupRow): (string | null)[] => {
+      const group = g.kind === 'day' ? [r.day!] : g.kind === 'model' ? [r.provider!, r.model!] : [r.tag_value ?? null];
+      return [...group, r.requests, r.input_tokens, r.output_tokens, r.cost];
+    };
+    const names = [...groupColumns, ...SUM_COLUMNS];
+    return {
+      contentType: csv ? CSV : JSONL,
+      extension: csv ? 'csv' : 'jsonl',
+      header: csv ? csvLine(names) : '',
+      batch: (rows) =>
+        rows
+          .map((r) => {
+            const c = cells(r as GroupRow);
+            if (csv) return csvLine(c.map((v, i) => (i < groupColumns.length && v !== null ? safeText(v) : v)));
+            const obj: Record<string, JsonValue> = {};
+            names.forEach((n, i) => {
+              const v = c[i] ?? null;
+              obj[n] = i >= groupColumns.length && n !== 'cost' ? integer(v!) : v;
+            });
+            return `${toJson(obj)}\n`;
+          })
+          .join(''),
+    };
+  }
+  const tagColumns = tagKeys.map((k) => `tag:${k}`);
+  return {
+    contentType: csv ? CSV : JSONL,
+    extension: csv ? 'csv' : 'jsonl',
+    header: csv ? csvLine([...RAW_COLUMNS, ...tagColumns]) : '',
+    batch: (rows) =>
+      rows
+        .map((row) => {
+          const r = row as RawRow;
+          const tags = stringTags(r.tags);
+          if (csv) {
+            return csvLine([
+              isoTime(r.time_utc),
+              r.provider,
+              safeText(r.model),
+              r.key_id,
+              String(r.status),
+              r.input_tokens,
+              r.cached_input_tokens,
+              r.output_tokens,
+              r.cost,
+              r.usage_source,
+              ...tagKeys.map((k) => (tags[k] === undefined ? null : safeText(tags[k]))),
+            ]);
+          }
+          return `${toJson({
+            time: isoTime(r.time_utc),
+            provider: r.provider,
+            model: r.model,
+            key_id: r.key_id,
+            status: r.status,
+            input_tokens: integer(r.input_tokens),
+            cached_input_tokens: integer(r.cached_input_tokens),
+            output_tokens: integer(r.output_tokens),
+            cost: r.cost,
+            usage_source: r.usage_source,
+            tags,
+          })}\n`;
+        })
+        .join(''),
+  };
+}

@@ -1,0 +1,35 @@
+/**
+ * OpenTelemetry export as a daemon component. Off (no OTLP endpoint set): nothing is imported
+ * and the metering's hook stays unset, so a call pays one property check. On: the SDK is loaded
+ * here, once, and every final usage event becomes a span and metric points (src/otel/sdk.ts).
+ */
+import { meteringFor } from '../metering/index.js';
+import type { Component, ComponentFactory } from '../server/daemon.js';
+
+export const otelComponent: ComponentFactory = async (ctx): Promise<Component> => {
+  if (!ctx.config.otel) return { name: 'otel' };
+  const { startOtelExport } = await import('./sdk.js');
+  const otel = startOtelExport(process.env.npm_package_version ?? '0.1.0');
+  meteringFor(ctx).metering.onFinalized(otel.record);
+  const { counts } = otel;
+  ctx.metrics.counter('meter_otel_spans_exported_total', 'Call spans the OTLP collector accepted', [], (emit) =>
+    emit({}, counts.exported),
+  );
+  ctx.metrics.counter(
+    'meter_otel_spans_dropped_total',
+    'Call spans dropped: the queue was full (slow or dead collector) or their export failed',
+    ['reason'],
+    (emit) => {
+      emit({ reason: 'queue_full' }, counts.droppedQueueFull);
+      emit({ reason: 'export_failed' }, counts.droppedExportFailed);
+    },
+  );
+  ctx.metrics.counter(
+    'meter_otel_metric_exports_failed_total',
+    'GenAI metric exports the OTLP collector did not accept (the next export carries the totals again)',
+    [],
+    (emit) => emit({}, counts.metricExportsFailed),
+  );
+  ctx.logger.info('OpenTelemetry export on: a span and GenAI metrics per call (OTEL_EXPORTER_OTLP_*)');
+  return { name: 'otel', stop: () => otel.shutdown() };
+};
