@@ -21,6 +21,7 @@ const COMMANDS = [
   ['accounts', 'create'],
   ['accounts', 'list'],
   ['accounts', 'set-plan'],
+  ['accounts', 'delete'],
   ['keys'],
   ['keys', 'create'],
   ['keys', 'list'],
@@ -38,6 +39,7 @@ const COMMANDS = [
   ['config'],
   ['top'],
   ['reconcile'],
+  ['export'],
 ];
 
 /** The top-level commands, in the order `meter --help` lists them. */

@@ -54,7 +54,7 @@ describeEachBackend('plans against the store', (backend) => {
       maxActiveKeys: 2,
       rawRetentionDays: 7,
       rateLimitPerMinute: 60,
-      analytics: ['summary', 'daily'],
+      analytics: ['summary', 'daily', 'reconciliation'],
       hardCap: false,
     });
     expect(book.get('pro')).toMatchObject({
