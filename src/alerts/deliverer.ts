@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
 import type { DaemonMetrics } from '../metrics/registry.js';
-import type { Component } from '../server/daemon.js';
+import type { Component } from '../component.js';
 import type { Db } from '../store/types.js';
 import { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy } from './backoff.js';
 import { sendToChannel } from './channels/index.js';

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Authenticator, Principal } from '../auth/types.js';
-import type { Component } from '../server/daemon.js';
+import type { Component } from '../component.js';
 import { sendError, sendJson } from '../server/errors.js';
 import type { Queryable } from '../store/types.js';
 import { listEvents } from './events-query.js';

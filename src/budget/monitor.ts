@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { Component } from '../server/daemon.js';
+import type { Component } from '../component.js';
 import { readWithSeen, RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { Component, DaemonContext } from '../server/daemon.js';
+import type { Component } from '../component.js';
 import { RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { Admissions } from './admission.js';
@@ -76,11 +76,4 @@ export function createPlans({ config, logger, store, retentionIntervalMs = 3_600
   return { admissions, book, component };
 }
 
-const perDaemon = new WeakMap<DaemonContext, ReturnType<typeof createPlans>>();
-
-/** The one plans setup of a daemon: its component keeps the limits fresh, the proxy admits with it. */
-export function plansFor(ctx: DaemonContext): ReturnType<typeof createPlans> {
-  let setup = perDaemon.get(ctx);
-  if (!setup) perDaemon.set(ctx, (setup = createPlans(ctx)));
-  return setup;
-}
+export type PlansSetup = ReturnType<typeof createPlans>;

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Component, Compose, DaemonContext, Handler } from '../component.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
@@ -18,26 +19,6 @@ export const DRAIN_LIMIT_MS = 30_000;
 export const STOP_LIMIT_MS = 12_000;
 export const STORE_CLOSE_LIMIT_MS = 3_000;
 
-export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
-
-/** A part of the daemon with a lifetime: started after the store opens, stopped in reverse
- *  order on shutdown (after the server has drained its in-flight requests). */
-export interface Component {
-  name: string;
-  /** Routes it serves, by path prefix (e.g. `/proxy/`). */
-  routes?: Record<string, Handler>;
-  start?(): Promise<void> | void;
-  stop?(): Promise<void> | void;
-}
-
-export interface DaemonContext {
-  config: Readonly<Config>;
-  logger: Logger;
-  store: Store;
-  /** Where components register what /metrics reports (read at scrape time). */
-  metrics: DaemonMetrics;
-}
-
 export interface Daemon {
   url: string;
   /** Where /metrics is served (the daemon's port, or METER_METRICS_PORT's listener). */
@@ -47,13 +28,11 @@ export interface Daemon {
   close(): Promise<void>;
 }
 
-/** Components of the daemon, in start order. Each feature adds its own here. */
-export type ComponentFactory = (ctx: DaemonContext) => Component | Promise<Component>;
-
 export async function startDaemon(
   config: Readonly<Config>,
   logger: Logger,
-  factories: ComponentFactory[] = [],
+  /** Builds and starts the daemon's components (src/server/components.ts); default none. */
+  compose: Compose = async () => {},
   /** `signal`: a stop asked for while starting (meter start's SIGTERM): ends a wait for the
    *  database at once, or stops right after what is under way (migrations) ends. */
   opts: { signal?: AbortSignal } = {},
@@ -70,13 +49,14 @@ export async function startDaemon(
   const ctx: DaemonContext = { config, logger, store, metrics };
   const components: Component[] = [];
   const routes: [string, Handler][] = [];
+  const start = async <C extends Component>(component: C): Promise<C> => {
+    await component.start?.();
+    components.push(component);
+    for (const [prefix, handler] of Object.entries(component.routes ?? {})) routes.push([prefix, handler]);
+    return component;
+  };
   try {
-    for (const factory of factories) {
-      const component = await factory(ctx);
-      await component.start?.();
-      components.push(component);
-      for (const [prefix, handler] of Object.entries(component.routes ?? {})) routes.push([prefix, handler]);
-    }
+    await compose(ctx, start);
   } catch (err) {
     for (const c of components.reverse()) await c.stop?.();
     await store.close();

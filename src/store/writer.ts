@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { UsageEvent } from '../metering/event.js';
 import type { EventSink } from '../metering/types.js';
-import type { Component } from '../server/daemon.js';
+import type { Component } from '../component.js';
 import { insertJson, isDataError } from './event-batch.js';
 import { lineOf, slice, type EventRun } from './event-run.js';
 import { Spool, type SpoolStats } from './spool.js';

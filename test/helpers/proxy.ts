@@ -45,9 +45,9 @@ export async function startProxyDaemon(
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   for (const [slug, url] of Object.entries(opts.upstreams ?? {})) env[`METER_UPSTREAM_${slug.toUpperCase()}`] = url;
   const config = loadConfig(env);
-  const daemon = await startDaemon(config, pino({ level: 'silent' }), [
-    proxyComponent({ metering: opts.metering, admission: opts.admission }),
-  ]);
+  const daemon = await startDaemon(config, pino({ level: 'silent' }), async (ctx, start) =>
+    start(await proxyComponent(ctx, { metering: opts.metering, admission: opts.admission })),
+  );
   atFileEnd(() => daemon.close());
   const account = `acct${++accounts}-${process.pid}`;
   await createAccount(daemon.store, account, 'pro');

@@ -1,5 +1,5 @@
 import type { Logger } from '../../log.js';
-import type { Component } from '../../server/daemon.js';
+import type { Component } from '../../component.js';
 import type { Db } from '../types.js';
 import { refreshAggregates } from './maintenance.js';
 

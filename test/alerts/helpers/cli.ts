@@ -64,7 +64,7 @@ export async function cliStore(
     return { db, run: (fn) => fn(db, config) };
   }
   const dataDir = tempDir();
-  const daemon = await startDaemon(loadConfig({ ...env, METER_DATA_DIR: dataDir, METER_PORT: '0' }), silentLogger, []);
+  const daemon = await startDaemon(loadConfig({ ...env, METER_DATA_DIR: dataDir, METER_PORT: '0' }), silentLogger);
   const lock = readLock(dataDir)!;
   const remote = openRemote({ socket: lock.adminSocket, url: lock.adminUrl, token: lock.adminToken! });
   afterAll(async () => {
