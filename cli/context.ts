@@ -1,7 +1,8 @@
 import { loadConfig, type Config, type ConfigFlags } from '../src/config.js';
 import { openStoreForCli, type Store } from '../src/store/index.js';
 import { StoreLockedError } from '../src/store/lockfile.js';
-import { RawNumber, stringifyJson, type JsonValue } from '../src/budget/json.js';
+import { RawNumber, stringifyJson, type JsonValue } from '../src/money.js';
+import { MeterError } from '../src/errors.js';
 
 /** How long a command waits for the embedded store another process holds without serving it
  *  (another `meter` command, or a daemon still starting): longer than a daemon's start. */
@@ -26,9 +27,8 @@ export async function openStoreWaiting(
 }
 
 /** Thrown for a runtime failure the user can act on: one line on stderr, exit 1. */
-export class CliError extends Error {
+export class CliError extends MeterError {
   override name = 'CliError';
-  readonly exitCode: number = 1;
 }
 
 /** Thrown for a bad flag, argument or combination of them: one line on stderr, exit 2. */
@@ -69,7 +69,7 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
 }
 
 /** `--json` output: indented for a person at a terminal, one compact line for a pipe. Money
- *  goes in as RawNumber (src/budget/json.ts) so it is written from its exact decimal. */
+ *  goes in as RawNumber (src/money.ts) so it is written from its exact decimal. */
 export function printJson(value: unknown): void {
   process.stdout.write(stringifyJson(toJsonValue(value), process.stdout.isTTY ? 2 : 0) + '\n');
 }

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { adminCall } from '../../src/admin/client.js';
 import type { BudgetView } from '../../src/budget/admin.js';
-import { raw, rawOrNull, type JsonValue } from '../../src/budget/json.js';
-import { parseBudgetUsd } from '../../src/budget/money.js';
+import { parseBudgetUsd, raw, rawOrNull, type JsonValue } from '../../src/money.js';
 import type { Config } from '../../src/config.js';
 import type { Db } from '../../src/store/types.js';
 import { printJson, UsageError, withStore } from '../context.js';

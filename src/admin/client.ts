@@ -1,4 +1,5 @@
 import type { Client } from 'undici';
+import { MeterError, type ErrorCode } from '../errors.js';
 import type { Db } from '../store/types.js';
 import {
   runAdminCommand,
@@ -8,6 +9,18 @@ import {
   type AdminResult,
 } from './commands.js';
 import type { AdminAddress } from './server.js';
+
+/** A user error the daemon answered with (MeterError there): its code and status come along. */
+class RemoteUserError extends MeterError {
+  override name = 'RemoteUserError';
+  constructor(
+    message: string,
+    override readonly code: ErrorCode,
+    override readonly status: number,
+  ) {
+    super(message);
+  }
+}
 
 const NO_SQL = 'the daemon admin API runs named commands only, not SQL (stop the daemon to open the store directly)';
 
@@ -32,8 +45,14 @@ export function openRemote(address: AdminAddress): RemoteStore {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${address.token}` },
       body: JSON.stringify(args ?? {}),
     });
-    const json = (await res.body.json()) as { result?: unknown; error?: { message: string } };
-    if (res.statusCode !== 200) throw new Error(json.error?.message ?? `daemon admin API answered ${res.statusCode}`);
+    const json = (await res.body.json()) as { result?: unknown; error?: { code: ErrorCode; message: string } };
+    if (res.statusCode !== 200) {
+      const message = json.error?.message ?? `daemon admin API answered ${res.statusCode}`;
+      // The daemon's user error, as the command would have thrown it here.
+      throw res.statusCode < 500 && json.error
+        ? new RemoteUserError(message, json.error.code, res.statusCode)
+        : new Error(message);
+    }
     return json.result;
   };
   const refuse = () => Promise.reject(new Error(NO_SQL));

@@ -3,10 +3,11 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { MeterError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sendError, sendJson } from '../server/errors.js';
 import type { Db } from '../store/types.js';
-import { adminCommands, AdminArgsError, isAdminCommand, runAdminCommand, type AdminContext } from './commands.js';
+import { adminCommands, isAdminCommand, runAdminCommand, type AdminContext } from './commands.js';
 
 const MAX_BODY = 8 << 20;
 /** sun_path holds 108 bytes on Linux and 104 on macOS, terminator included. */
@@ -22,8 +23,6 @@ export interface AdminAddress {
 }
 
 /** A user error from a command (unknown account, key limit reached…): 400 with its message. */
-const USER_ERRORS = new Set(['AdminError', 'BudgetAdminError', 'UnknownPlanError', 'AdminArgsError']);
-
 /**
  * The admin API of a daemon that holds the embedded store: `POST /admin/<command>` with JSON
  * arguments runs one entry of adminCommands (never SQL from the caller). It never listens on
@@ -72,8 +71,7 @@ export async function startAdminServer(
       sendJson(res, 200, { result: (await runAdminCommand(db, name, args, ctx)) ?? null });
     } catch (err) {
       const e = err as Error;
-      if (USER_ERRORS.has(e.name) || e instanceof AdminArgsError)
-        return sendError(res, 400, 'invalid_parameter', e.message);
+      if (e instanceof MeterError) return sendError(res, e.status, e.code, e.message);
       logger.error({ command: name, err: { message: e.message } }, 'admin command failed');
       sendError(res, 500, 'internal_error', `${name} failed: ${e.message}`);
     }

@@ -6,7 +6,7 @@
  */
 import type { Queryable } from '../store/types.js';
 import { encodeCursor } from './cursor.js';
-import { integer, money, type JsonValue } from './json.js';
+import { integer, money, type JsonValue } from '../money.js';
 import type { EventsParams } from './params.js';
 import { ACCOUNT_TAG_KEY, ACCOUNT_TAGS_EXPR, chooseTagStrategy } from './tag-filter.js';
 

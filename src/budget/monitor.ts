@@ -3,8 +3,8 @@ import type { Component } from '../component.js';
 import { readWithSeen, RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
-import { formatUnits, reached, toUnits } from './money.js';
-import { monthWindow } from './month.js';
+import { formatUnits, reached, toUnits } from '../money.js';
+import { currentMonth } from '../calendar.js';
 import { budgetStatesQuery, fireLevel, LEVELS, type BudgetRow } from './queries.js';
 
 /** What the daemon knows about one budgeted account, as of the last refresh. */
@@ -96,7 +96,7 @@ export class BudgetMonitor implements Component {
 
   /** One pass: re-read spend, fire what is crossed. Returns the levels this call fired. */
   async refresh(): Promise<{ account: string; level: number }[]> {
-    const window = monthWindow(this.now());
+    const window = currentMonth(this.now());
     const { rows, seen } = await this.readSpend(window);
     const refreshedAt = new Date();
     // One synchronous step: the new spend and the ledger's costs it holds change together.
@@ -140,7 +140,7 @@ export class BudgetMonitor implements Component {
   }
 
   /** Spend, and which of the ledger's events that spend holds, from one snapshot. */
-  private readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
+  private readSpend(window: ReturnType<typeof currentMonth>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
     const { sql, params } = budgetStatesQuery(window);
     return readWithSeen<BudgetRow>(
       this.db,
@@ -153,7 +153,7 @@ export class BudgetMonitor implements Component {
 
   private async tick(): Promise<void> {
     const run = this.rereads
-      .run(this.db, monthWindow(this.now()).month, () => this.refresh())
+      .run(this.db, currentMonth(this.now()).month, () => this.refresh())
       .then(
         () => {
           if (this.failing) this.logger.info('budget monitor: store reachable again');

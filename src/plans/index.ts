@@ -5,7 +5,8 @@ import { RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { Admissions } from './admission.js';
 import { PlanBook } from './plans.js';
-import { monthBounds, QuotaTracker } from './quota.js';
+import { windowBounds } from '../calendar.js';
+import { QuotaTracker } from './quota.js';
 import { RateLimiter } from './rate-limit.js';
 import { runRetention } from './retention.js';
 
@@ -60,7 +61,7 @@ export function createPlans({ config, logger, store, retentionIntervalMs = 3_600
         'reading plans',
       );
       const counts = new RereadSkip();
-      const month = () => String(monthBounds(Date.now()).start);
+      const month = () => String(windowBounds('month', Date.now()).start);
       every(
         config.flushIntervalMs,
         () => counts.run(store, month(), () => quota.refresh(store)),

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import type { Component, Compose, DaemonContext, Handler } from '../component.js';
 import type { Config } from '../config.js';
+import { MeterError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
 import { DaemonMetrics } from '../metrics/registry.js';
@@ -117,6 +118,7 @@ export async function startDaemon(
     res.on('close', () => open.delete(res)); // a response closes once
   };
   const failed = (res: ServerResponse, err: Error) => {
+    if (err instanceof MeterError) return sendError(res, err.status, err.code, err.message);
     logger.error({ err: { message: err.message, stack: err.stack } }, 'request failed');
     sendError(res, 500, 'internal_error', 'internal error in meter');
   };

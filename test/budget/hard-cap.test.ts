@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { HardCap, maxOutputTokens, DEFAULT_WORST_OUTPUT_TOKENS } from '../../src/budget/hard-cap.js';
 import type { BudgetSnapshot } from '../../src/budget/monitor.js';
-import { toUnits } from '../../src/budget/money.js';
+import { toUnits } from '../../src/money.js';
 import { Pricer } from '../../src/pricing/index.js';
 
 const pricer = new Pricer();
