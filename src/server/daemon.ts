@@ -4,6 +4,7 @@ import type { Component, Compose, DaemonContext, Handler } from '../component.js
 import type { Config } from '../config.js';
 import { MeterError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { settlesWithin } from '../periodic.js';
 import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
 import { DaemonMetrics } from '../metrics/registry.js';
 import { describeStore, type Store } from '../store/index.js';
@@ -241,17 +242,6 @@ export async function startDaemon(
   };
 }
 
-/** Whether `p` settled within `ms` (it rejects as it would); the timer never outlives it. */
-async function settlesWithin(p: Promise<unknown> | unknown, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([Promise.resolve(p).then(() => true as const), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Whether the store answers (one short query per scrape), and what this daemon runs on. */
 function registerDaemonMetrics(metrics: DaemonMetrics, store: Store): void {
   metrics.gauge(
@@ -259,11 +249,12 @@ function registerDaemonMetrics(metrics: DaemonMetrics, store: Store): void {
     'Whether the store answered a query at scrape time (1) or not (0)',
     ['store'],
     async (emit) => {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 2_000)));
-      const up = await Promise.race([store.ping(), timeout]);
-      clearTimeout(timer);
-      emit({ store: store.kind }, up ? 1 : 0);
+      let up = false;
+      const answered = await settlesWithin(
+        store.ping().then((ok) => (up = ok)),
+        2_000,
+      );
+      emit({ store: store.kind }, answered && up ? 1 : 0);
     },
   );
 }

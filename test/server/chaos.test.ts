@@ -187,7 +187,7 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
       'the revocation',
     );
     // The budget monitor said it lost the store, and that it has it back.
-    expect(logs.some((l) => l.msg === 'budget monitor: store reachable again')).toBe(true);
+    expect(logs.some((l) => l.msg === 'budget monitor: spend re-read works again')).toBe(true);
     expect((await fetch(`${daemon.url}/readyz`)).status).toBe(200);
   });
 

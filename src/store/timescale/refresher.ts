@@ -1,4 +1,5 @@
 import type { Logger } from '../../log.js';
+import { PeriodicTask } from '../../periodic.js';
 import type { Component } from '../../component.js';
 import type { Db } from '../types.js';
 import { refreshAggregates } from './maintenance.js';
@@ -20,47 +21,18 @@ export function nextRefreshDelay(now: number, intervalMs = REFRESH_INTERVAL_MS):
  */
 export function aggregateRefresher(opts: { store: Db; logger: Logger; intervalMs?: number }): Component {
   const { store, logger } = opts;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
-  let failing = false;
-
-  const runOnce = async () => {
-    try {
-      await store.tryAdvisoryLock('meter.timescale-refresh', (conn) => refreshAggregates(conn));
-      if (failing) logger.info('continuous aggregates refreshed again');
-      failing = false;
-    } catch (err) {
-      if (!failing)
-        logger.warn(
-          { err: { message: (err as Error).message } },
-          'refreshing the continuous aggregates failed; will retry',
-        );
-      failing = true;
-    }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(
-      () => {
-        running = runOnce().finally(schedule);
-      },
-      nextRefreshDelay(Date.now(), opts.intervalMs),
-    );
-    timer.unref();
-  };
+  const task = new PeriodicTask(
+    () => store.tryAdvisoryLock('meter.timescale-refresh', (conn) => refreshAggregates(conn)),
+    { what: 'continuous aggregates: refresh', logger, pauseMs: () => nextRefreshDelay(Date.now(), opts.intervalMs) },
+  );
 
   return {
     name: 'aggregate-refresher',
     start() {
       if (store.kind !== 'timescale') return;
       // Catch up at once: events written while no sidecar ran may sit behind the watermark.
-      running = runOnce().finally(schedule);
+      void task.start('now');
     },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
+    stop: () => task.stop(),
   };
 }
