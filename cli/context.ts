@@ -1,5 +1,5 @@
 import { loadConfig, type Config, type ConfigFlags } from '../src/config.js';
-import { openStoreForCli, type Store } from '../src/store/index.js';
+import { openStore, type Store, type StoreConfig } from '../src/store/index.js';
 import { StoreLockedError } from '../src/store/lockfile.js';
 import { RawNumber, stringifyJson, type JsonValue } from '../src/money.js';
 import { MeterError } from '../src/errors.js';
@@ -23,6 +23,22 @@ export async function openStoreWaiting(
       if (!(err instanceof StoreLockedError) || Date.now() >= deadline) throw err;
       await new Promise((r) => setTimeout(r, 200));
     }
+  }
+}
+
+/** For CLI commands: like openStore, but when a live daemon holds the embedded store, its
+ *  admin API is used instead (that daemon has applied the migrations). */
+async function openStoreForCli(config: StoreConfig): Promise<Store> {
+  try {
+    return await openStore(config);
+  } catch (err) {
+    const owner = err instanceof StoreLockedError ? err.owner : undefined;
+    if (owner?.adminToken && (owner.adminSocket || owner.adminUrl)) {
+      // Loaded only here: the CLI's way in while a daemon holds the store.
+      const { openRemote } = await import('../src/admin/client.js');
+      return openRemote({ socket: owner.adminSocket, url: owner.adminUrl, token: owner.adminToken });
+    }
+    throw err;
   }
 }
 

@@ -56,6 +56,15 @@ export function parseBudgetUsd(input: string): string | undefined {
   return units > 0n ? formatUnits(units) : undefined;
 }
 
+/** num/den rounded to the nearest integer, ties to even (banker's rounding). num >= 0, den > 0. */
+export function divRoundHalfEven(num: bigint, den: bigint): bigint {
+  const q = num / den;
+  const r2 = (num % den) * 2n;
+  if (r2 > den) return q + 1n;
+  if (r2 < den) return q;
+  return q % 2n === 0n ? q : q + 1n;
+}
+
 // ---- JSON numbers written from exact decimal text ----
 
 /** A JSON number written exactly as its digits (Node 20 has no JSON.rawJSON). `new RawNumber`

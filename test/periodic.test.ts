@@ -1,12 +1,20 @@
 import { describe, expect, it } from 'vitest';
+import pino from 'pino';
 import { PeriodicTask, settlesWithin } from '../src/periodic.js';
 
+/** A real pino logger whose JSON lines are kept. */
 function recorder() {
   const lines: { fields: Record<string, unknown>; msg: string }[] = [];
-  return {
-    lines,
-    logger: { warn: (fields: Record<string, unknown>, msg: string) => void lines.push({ fields, msg }) },
-  };
+  const logger = pino(
+    { level: 'warn' },
+    {
+      write: (line: string) => {
+        const { msg, ...fields } = JSON.parse(line) as { msg: string };
+        lines.push({ fields, msg });
+      },
+    },
+  );
+  return { lines, logger };
 }
 
 describe('PeriodicTask', () => {
@@ -24,7 +32,7 @@ describe('PeriodicTask', () => {
     while (runs < 7) await new Promise((r) => setTimeout(r, 5));
     await task.stop();
     expect(lines.map((l) => l.msg)).toEqual(['spend re-read failed; retrying', 'spend re-read works again']);
-    expect((lines[0]!.fields.err as Error).message).toBe('store down (1)');
+    expect(lines[0]!.fields.err).toMatchObject({ type: 'Error', message: 'store down (1)' });
     expect(lines[1]!.fields).toMatchObject({ failures: 4 });
     expect(lines[1]!.fields.outageMs).toBeGreaterThanOrEqual(15); // three pauses of 5 ms at least
   });

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { adminCall } from '../../src/admin/client.js';
 import type { AdminArgs } from '../../src/admin/commands.js';
 import { PLAN_ANALYTICS, type Plan, type PlanEdits } from '../../src/plans/plans.js';
-import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
+import { printJson, printTable, UsageError, withStore } from '../context.js';
 
 const ANALYTICS: readonly string[] = PLAN_ANALYTICS;
 

@@ -10,7 +10,8 @@
  * recorded_at order, so each poll re-reads the last SETTLE_MS of recorded_at and skips the ids
  * it has already seen (a few hundred ids at 200 calls/s).
  */
-import { stringTags } from '../../src/analytics/events-query.js';
+import { stringTags } from '../../src/tags.js';
+import type { TopSource } from '../../src/top/statements.js';
 import { toUnits } from '../../src/money.js';
 import { currentMonth } from '../../src/calendar.js';
 import {
@@ -25,7 +26,7 @@ import {
   type TagRow,
   type TopEvent,
 } from './derive.js';
-import type { TopSource } from './source.js';
+
 import { MeterError } from '../../src/errors.js';
 
 interface Account {

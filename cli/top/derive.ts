@@ -6,8 +6,7 @@
  * rate and projection is computed on those and rounded once, half-even.
  */
 import { windowBounds } from '../../src/calendar.js';
-import { formatUnits, toUnits, utilizationPct } from '../../src/money.js';
-import { divRoundHalfEven } from '../../src/pricing/decimal.js';
+import { divRoundHalfEven, formatUnits, toUnits, utilizationPct } from '../../src/money.js';
 
 /** One usage event as top keeps it (from top.events_since / top.events_before). */
 export interface TopEvent {

@@ -1,6 +1,5 @@
 /** Text for the frame: money rounded half-even from exact decimals, counts, durations, bars. */
-import { toUnits } from '../../src/money.js';
-import { divRoundHalfEven } from '../../src/pricing/decimal.js';
+import { divRoundHalfEven, toUnits } from '../../src/money.js';
 
 const group = (digits: string) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 

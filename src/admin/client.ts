@@ -8,7 +8,7 @@ import {
   type AdminContext,
   type AdminResult,
 } from './commands.js';
-import type { AdminAddress } from './server.js';
+import type { AdminAddress } from '../store/lockfile.js';
 
 /** A user error the daemon answered with (MeterError there): its code and status come along. */
 class RemoteUserError extends MeterError {

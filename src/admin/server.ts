@@ -6,21 +6,13 @@ import { join } from 'node:path';
 import { MeterError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sendError, sendJson } from '../server/errors.js';
+import type { AdminAddress } from '../store/lockfile.js';
 import type { Db } from '../store/types.js';
 import { adminCommands, isAdminCommand, runAdminCommand, type AdminContext } from './commands.js';
 
 const MAX_BODY = 8 << 20;
 /** sun_path holds 108 bytes on Linux and 104 on macOS, terminator included. */
 const MAX_SOCKET_PATH = 103;
-
-/** Where CLI commands reach the admin API: written to the 0600 lock file with the token. */
-export interface AdminAddress {
-  /** The Unix socket `meter.sock` in METER_DATA_DIR (mode 0600). */
-  socket?: string;
-  /** Only when the socket path is too long for the OS: http://127.0.0.1:<random port>. */
-  url?: string;
-  token: string;
-}
 
 /** A user error from a command (unknown account, key limit reached…): 400 with its message. */
 /**

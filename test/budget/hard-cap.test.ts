@@ -62,7 +62,7 @@ describe('hard cap', () => {
     expect(cap.worstCase(c)).toBe(expected);
     // Without max_tokens: the model's context window bounds the output.
     const open = call('2', body());
-    expect(cap.worstCase(open)).toBeGreaterThan(cap.worstCase(c));
+    expect(cap.worstCase(open)).toBeGreaterThan(cap.worstCase(c)!);
     expect(DEFAULT_WORST_OUTPUT_TOKENS).toBeGreaterThan(0);
   });
 
