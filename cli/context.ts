@@ -68,7 +68,7 @@ export async function withStore<T>(
 }
 
 /** Prints data as JSON (`--json`) or as aligned text columns. */
-export function printTable(rows: Record<string, unknown>[], columns: string[]): void {
+export function printTable<T extends object>(rows: readonly T[], columns: readonly (keyof T & string)[]): void {
   if (rows.length === 0) {
     process.stdout.write('(none)\n');
     return;

@@ -28,7 +28,7 @@ export function registerAccounts(program: Command): void {
       await withStore(async (store) => {
         const rows = await adminCall(store, 'accounts.list', {});
         if (opts.json) printJson(rows);
-        else printTable(rows as unknown as Record<string, unknown>[], ['name', 'plan', 'active_keys', 'created_at']);
+        else printTable(rows, ['name', 'plan', 'active_keys', 'created_at']);
       });
     });
 

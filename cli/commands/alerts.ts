@@ -74,15 +74,7 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
       await run(async (store) => {
         const rows = await adminCall(store, 'alerts.list', { account: opts.account });
         if (opts.json) return printJson(rows);
-        printTable(rows as unknown as Record<string, unknown>[], [
-          'id',
-          'account',
-          'kind',
-          'target',
-          'last_status',
-          'last_attempt_at',
-          'last_detail',
-        ]);
+        printTable(rows, ['id', 'account', 'kind', 'target', 'last_status', 'last_attempt_at', 'last_detail']);
       });
     });
 

@@ -34,15 +34,7 @@ export function registerKeys(program: Command): void {
       await withStore(async (store) => {
         const rows = await adminCall(store, 'keys.list', { account: opts.account });
         if (opts.json) printJson(rows);
-        else
-          printTable(rows as unknown as Record<string, unknown>[], [
-            'id',
-            'account',
-            'name',
-            'status',
-            'created_at',
-            'expires_at',
-          ]);
+        else printTable(rows, ['id', 'account', 'name', 'status', 'created_at', 'expires_at']);
       });
     });
 

@@ -64,7 +64,7 @@ export async function startAdminServer(
     } catch (err) {
       const e = err as Error;
       if (e instanceof MeterError) return sendError(res, e.status, e.code, e.message);
-      logger.error({ command: name, err: { message: e.message } }, 'admin command failed');
+      logger.error({ command: name, err: e }, 'admin command failed');
       sendError(res, 500, 'internal_error', `${name} failed: ${e.message}`);
     }
   }

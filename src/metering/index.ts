@@ -58,7 +58,7 @@ export function createMetering(deps: MeteringDeps): MeteringSetup {
         try {
           listener(event);
         } catch (err) {
-          deps.logger.error({ err: { message: (err as Error).message } }, 'usage event listener failed');
+          deps.logger.error({ err }, 'usage event listener failed');
         }
       }
     },

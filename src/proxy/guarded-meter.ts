@@ -18,13 +18,13 @@ export class GuardedMeter implements CallMeter {
     try {
       return new GuardedMeter(metering.begin(call), logger, noEvent);
     } catch (err) {
-      logger.error({ err: { message: (err as Error).message }, provider: call.provider }, 'metering: begin failed');
+      logger.error({ err, provider: call.provider }, 'metering: begin failed');
       return new GuardedMeter(undefined, logger, noEvent);
     }
   }
 
   private fail(step: string, err: unknown): void {
-    if (!this.failed) this.logger.error({ err: { message: (err as Error)?.message } }, `metering: ${step} failed`);
+    if (!this.failed) this.logger.error({ err }, `metering: ${step} failed`);
     this.failed = true;
   }
 

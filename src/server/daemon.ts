@@ -120,7 +120,7 @@ export async function startDaemon(
   };
   const failed = (res: ServerResponse, err: Error) => {
     if (err instanceof MeterError) return sendError(res, err.status, err.code, err.message);
-    logger.error({ err: { message: err.message, stack: err.stack } }, 'request failed');
+    logger.error({ err }, 'request failed');
     sendError(res, 500, 'internal_error', 'internal error in meter');
   };
 
@@ -223,7 +223,7 @@ export async function startDaemon(
             if (!(await settlesWithin(c.stop?.(), STOP_LIMIT_MS)))
               logger.warn({ afterMs: STOP_LIMIT_MS }, `${c.name} did not stop in time; going on`);
           } catch (err) {
-            logger.error({ err: { message: (err as Error).message } }, `stopping ${c.name} failed`);
+            logger.error({ err }, `stopping ${c.name} failed`);
           }
         }
         await admin?.close();

@@ -95,10 +95,7 @@ export class EventWriter implements EventSink, Component {
       this.spool.push(event);
     } catch (err) {
       // Only an unserialisable event can get here (a bug): say so loudly rather than crash.
-      this.log.error(
-        { err: { message: (err as Error).message }, eventId: event?.id },
-        'usage event could not be spooled',
-      );
+      this.log.error({ err, eventId: event?.id }, 'usage event could not be spooled');
       return;
     }
     // A full batch kicks a ship only when one can start: while a statement runs (or the database
