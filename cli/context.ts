@@ -1,5 +1,6 @@
 import { loadConfig, type Config, type ConfigFlags } from '../src/config.js';
-import { openStore, type Store, type StoreConfig } from '../src/store/index.js';
+import { localStore, type CliStore } from '../src/admin/client.js';
+import { openStore, type StoreConfig } from '../src/store/index.js';
 import { StoreLockedError } from '../src/store/lockfile.js';
 import { RawNumber, stringifyJson, type JsonValue } from '../src/money.js';
 import { MeterError } from '../src/errors.js';
@@ -14,7 +15,7 @@ const LOCK_WAIT_MS = 30_000;
 export async function openStoreWaiting(
   config: Pick<Config, 'databaseUrl' | 'dataDir'>,
   waitMs = LOCK_WAIT_MS,
-): Promise<Store> {
+): Promise<CliStore> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
@@ -28,9 +29,9 @@ export async function openStoreWaiting(
 
 /** For CLI commands: like openStore, but when a live daemon holds the embedded store, its
  *  admin API is used instead (that daemon has applied the migrations). */
-async function openStoreForCli(config: StoreConfig): Promise<Store> {
+async function openStoreForCli(config: StoreConfig): Promise<CliStore> {
   try {
-    return await openStore(config);
+    return localStore(await openStore(config));
   } catch (err) {
     const owner = err instanceof StoreLockedError ? err.owner : undefined;
     if (owner?.adminToken && (owner.adminSocket || owner.adminUrl)) {
@@ -55,7 +56,7 @@ export class UsageError extends CliError {
 
 /** Runs a command body with the store open, and closes it whatever happens. */
 export async function withStore<T>(
-  fn: (store: Store, config: Readonly<Config>) => Promise<T>,
+  fn: (store: CliStore, config: Readonly<Config>) => Promise<T>,
   flags: ConfigFlags = {},
 ): Promise<T> {
   const config = loadConfig(process.env, flags);

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { adminCall } from '../../src/admin/client.js';
 import { printJson, printTable, withStore } from '../context.js';
 
 export function registerAccounts(program: Command): void {
@@ -14,7 +13,7 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print the account as JSON')
     .action(async (name: string, opts: { plan: string; json?: boolean }) => {
       await withStore(async (store) => {
-        const account = await adminCall(store, 'accounts.create', { name, plan: opts.plan });
+        const account = await store.call('accounts.create', { name, plan: opts.plan });
         if (opts.json) printJson({ name: account.name, plan: account.plan, created_at: account.created_at });
         else process.stdout.write(`created account ${account.name} (plan ${account.plan})\n`);
       });
@@ -26,7 +25,7 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const rows = await adminCall(store, 'accounts.list', {});
+        const rows = await store.call('accounts.list', {});
         if (opts.json) printJson(rows);
         else printTable(rows, ['name', 'plan', 'active_keys', 'created_at']);
       });
@@ -38,7 +37,7 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (name: string, plan: string, opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const r = await adminCall(store, 'accounts.setPlan', { name, plan });
+        const r = await store.call('accounts.setPlan', { name, plan });
         if (opts.json) printJson({ name: r.name, plan: r.plan, previous_plan: r.previous });
         else process.stdout.write(`account ${r.name}: plan ${r.previous} -> ${r.plan}\n`);
       });

@@ -1,6 +1,6 @@
 import type { Client } from 'undici';
 import { MeterError, type ErrorCode } from '../errors.js';
-import type { Db } from '../store/types.js';
+import type { Db, StoreKind } from '../store/types.js';
 import {
   runAdminCommand,
   type AdminArgs,
@@ -22,11 +22,31 @@ class RemoteUserError extends MeterError {
   }
 }
 
-const NO_SQL = 'the daemon admin API runs named commands only, not SQL (stop the daemon to open the store directly)';
+/**
+ * The CLI's one way to the store: named admin commands (never SQL). `localStore` runs them on a
+ * store this process opened; `openRemote` sends them to the daemon that holds the embedded
+ * store. `ctx`: settings of this process a command needs (SMTP for `alerts test`); the daemon
+ * uses its own.
+ */
+export interface CliStore {
+  readonly kind: StoreKind;
+  call<N extends AdminCommandName>(name: N, args: AdminArgs<N>, ctx?: AdminContext): Promise<AdminResult<N>>;
+  close(): Promise<void>;
+}
 
-/** A store the CLI reaches through a running daemon's admin API: only named commands. */
-export interface RemoteStore extends Db {
-  call<N extends AdminCommandName>(name: N, args: AdminArgs<N>): Promise<AdminResult<N>>;
+/** A store this process holds (PostgreSQL, or the embedded store no daemon holds). */
+export function localStore(db: Db): CliStore {
+  return {
+    kind: db.kind,
+    call: (name, args, ctx = {}) => runAdminCommand(db, name, args, ctx),
+    close: () => db.close(),
+  };
+}
+
+/** The embedded store through the daemon that holds it. */
+export interface RemoteStore extends CliStore {
+  /** true when the daemon answers. */
+  ping(): Promise<boolean>;
 }
 
 export function openRemote(address: AdminAddress): RemoteStore {
@@ -55,15 +75,9 @@ export function openRemote(address: AdminAddress): RemoteStore {
     }
     return json.result;
   };
-  const refuse = () => Promise.reject(new Error(NO_SQL));
   return {
     kind: 'embedded',
     call: (name, args) => call(name, args) as Promise<never>,
-    query: refuse,
-    exec: refuse,
-    transaction: refuse,
-    withAdvisoryLock: refuse,
-    tryAdvisoryLock: refuse,
     async ping() {
       try {
         await call('schema.versions', {});
@@ -76,16 +90,4 @@ export function openRemote(address: AdminAddress): RemoteStore {
       if (client) await (await client).close();
     },
   };
-}
-
-const isRemote = (db: Db): db is RemoteStore => typeof (db as Partial<RemoteStore>).call === 'function';
-
-/** Runs a named admin command: through the daemon when it holds the store, else directly. */
-export function adminCall<N extends AdminCommandName>(
-  db: Db,
-  name: N,
-  args: AdminArgs<N>,
-  ctx: AdminContext = {},
-): Promise<AdminResult<N>> {
-  return isRemote(db) ? db.call(name, args) : runAdminCommand(db, name, args, ctx);
 }
