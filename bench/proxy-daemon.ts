@@ -8,6 +8,8 @@ import { loadConfig } from '../src/config.js';
 import { proxyComponent } from '../src/proxy/component.js';
 import { startDaemon } from '../src/server/daemon.js';
 
-const daemon = await startDaemon(loadConfig(), pino({ level: 'warn' }, pino.destination(2)), [proxyComponent()]);
+const daemon = await startDaemon(loadConfig(), pino({ level: 'warn' }, pino.destination(2)), async (ctx, start) =>
+  start(await proxyComponent(ctx)),
+);
 process.stdout.write(`meter listening on ${daemon.url}\n`);
 process.once('SIGTERM', () => void daemon.close().then(() => process.exit(0)));

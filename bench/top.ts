@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { TopData } from '../cli/top/data.js';
 import { percentile } from '../cli/top/derive.js';
-import { sourceFromDb } from '../cli/top/source.js';
+import { sourceFromDb } from '../cli/top-source.js';
 import type { UsageEvent } from '../src/metering/event.js';
 import { packageRoot } from '../src/paths.js';
 import { insertBatch } from '../src/store/event-batch.js';

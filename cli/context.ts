@@ -1,8 +1,10 @@
 import { printable } from '../src/printable.js';
 import { loadConfig, type Config, type ConfigFlags } from '../src/config.js';
-import { openStoreForCli, type Store } from '../src/store/index.js';
+import { localStore, type CliStore } from '../src/admin/client.js';
+import { openStore, type StoreConfig } from '../src/store/index.js';
 import { StoreLockedError } from '../src/store/lockfile.js';
-import { RawNumber, stringifyJson, type JsonValue } from '../src/budget/json.js';
+import { RawNumber, stringifyJson, type JsonValue } from '../src/money.js';
+import { MeterError } from '../src/errors.js';
 
 /** How long a command waits for the embedded store another process holds without serving it
  *  (another `meter` command, or a daemon still starting): longer than a daemon's start. */
@@ -14,7 +16,7 @@ const LOCK_WAIT_MS = 30_000;
 export async function openStoreWaiting(
   config: Pick<Config, 'databaseUrl' | 'dataDir'>,
   waitMs = LOCK_WAIT_MS,
-): Promise<Store> {
+): Promise<CliStore> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
@@ -26,10 +28,25 @@ export async function openStoreWaiting(
   }
 }
 
+/** For CLI commands: like openStore, but when a live daemon holds the embedded store, its
+ *  admin API is used instead (that daemon has applied the migrations). */
+async function openStoreForCli(config: StoreConfig): Promise<CliStore> {
+  try {
+    return localStore(await openStore(config));
+  } catch (err) {
+    const owner = err instanceof StoreLockedError ? err.owner : undefined;
+    if (owner?.adminToken && (owner.adminSocket || owner.adminUrl)) {
+      // Loaded only here: the CLI's way in while a daemon holds the store.
+      const { openRemote } = await import('../src/admin/client.js');
+      return openRemote({ socket: owner.adminSocket, url: owner.adminUrl, token: owner.adminToken });
+    }
+    throw err;
+  }
+}
+
 /** Thrown for a runtime failure the user can act on: one line on stderr, exit 1. */
-export class CliError extends Error {
+export class CliError extends MeterError {
   override name = 'CliError';
-  readonly exitCode: number = 1;
 }
 
 /** Thrown for a bad flag, argument or combination of them: one line on stderr, exit 2. */
@@ -40,7 +57,7 @@ export class UsageError extends CliError {
 
 /** Runs a command body with the store open, and closes it whatever happens. */
 export async function withStore<T>(
-  fn: (store: Store, config: Readonly<Config>) => Promise<T>,
+  fn: (store: CliStore, config: Readonly<Config>) => Promise<T>,
   flags: ConfigFlags = {},
 ): Promise<T> {
   const config = loadConfig(process.env, flags);
@@ -53,7 +70,7 @@ export async function withStore<T>(
 }
 
 /** Prints data as JSON (`--json`) or as aligned text columns. */
-export function printTable(rows: Record<string, unknown>[], columns: string[]): void {
+export function printTable<T extends object>(rows: readonly T[], columns: readonly (keyof T & string)[]): void {
   if (rows.length === 0) {
     process.stdout.write('(none)\n');
     return;
@@ -71,7 +88,7 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
 }
 
 /** `--json` output: indented for a person at a terminal, one compact line for a pipe. Money
- *  goes in as RawNumber (src/budget/json.ts) so it is written from its exact decimal. */
+ *  goes in as RawNumber (src/money.ts) so it is written from its exact decimal. */
 export function printJson(value: unknown): void {
   process.stdout.write(stringifyJson(toJsonValue(value), process.stdout.isTTY ? 2 : 0) + '\n');
 }

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { ConfigError } from '../src/config.js';
-import { DataDirError } from '../src/store/data-dir.js';
-import { CliError, UsageError } from './context.js';
+import { UsageError } from './context.js';
+import { MeterError } from '../src/errors.js';
 
 /** `meter keys create`: the command's full name, as a user types it. */
 function fullName(cmd: Command): string {
@@ -46,8 +45,5 @@ export function oneLineErrors(cmd: Command): void {
 
 /** CONTRACT §1: 2 for a usage error (a bad flag, argument or setting), 1 for a runtime failure. */
 export function exitCodeOf(err: unknown): number {
-  if (err instanceof CliError) return err.exitCode;
-  if (err instanceof ConfigError) return 2;
-  if (err instanceof DataDirError) return err.exitCode;
-  return 1;
+  return err instanceof MeterError ? err.exitCode : 1;
 }

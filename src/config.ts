@@ -3,10 +3,12 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { PROVIDER_SLUGS, type ProviderSlug } from './providers/types.js';
 import { Secret } from './reconcile/secret.js';
+import { MeterError } from './errors.js';
 
 /** Thrown for a bad setting; the message names the variable and what is allowed. */
-export class ConfigError extends Error {
+export class ConfigError extends MeterError {
   override name = 'ConfigError';
+  override readonly exitCode = 2;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { adminCall } from '../../src/admin/client.js';
 import { accountNameProblem } from '../../src/auth/accounts.js';
 import { printJson, printTable, UsageError, withStore } from '../context.js';
 
@@ -17,7 +16,7 @@ export function registerAccounts(program: Command): void {
       const problem = accountNameProblem(name); // a bad value: exit 2, before the store opens
       if (problem) throw new UsageError(problem);
       await withStore(async (store) => {
-        const account = await adminCall(store, 'accounts.create', { name, plan: opts.plan });
+        const account = await store.call('accounts.create', { name, plan: opts.plan });
         if (opts.json) printJson({ name: account.name, plan: account.plan, created_at: account.created_at });
         else process.stdout.write(`created account ${account.name} (plan ${account.plan})\n`);
       });
@@ -29,9 +28,9 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const rows = await adminCall(store, 'accounts.list', {});
+        const rows = await store.call('accounts.list', {});
         if (opts.json) printJson(rows);
-        else printTable(rows as unknown as Record<string, unknown>[], ['name', 'plan', 'active_keys', 'created_at']);
+        else printTable(rows, ['name', 'plan', 'active_keys', 'created_at']);
       });
     });
 
@@ -44,7 +43,7 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (name: string, opts: { force?: boolean; json?: boolean }) => {
       await withStore(async (store) => {
-        const r = await adminCall(store, 'accounts.delete', { name, force: opts.force === true });
+        const r = await store.call('accounts.delete', { name, force: opts.force === true });
         if (opts.json) return printJson(r);
         process.stdout.write(
           `deleted account ${r.name} and its ${r.keys} key${r.keys === 1 ? '' : 's'} (they stop working on every sidecar within seconds); its ${r.events} usage event${r.events === 1 ? ' is' : 's are'} kept, under no account (see docs/security.md)\n`,
@@ -58,7 +57,7 @@ export function registerAccounts(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (name: string, plan: string, opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const r = await adminCall(store, 'accounts.setPlan', { name, plan });
+        const r = await store.call('accounts.setPlan', { name, plan });
         if (opts.json) printJson({ name: r.name, plan: r.plan, previous_plan: r.previous });
         else process.stdout.write(`account ${r.name}: plan ${r.previous} -> ${r.plan}\n`);
       });

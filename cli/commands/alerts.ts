@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { printable } from '../../src/printable.js';
 import type { ChannelKind } from '../../src/alerts/alert.js';
-import { adminCall } from '../../src/admin/client.js';
 import { displayTarget, validateSecret, validateTarget } from '../../src/alerts/channels-admin.js';
 import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
 import type { StoreRunner } from './budget.js';
@@ -58,7 +57,7 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
             '--email needs METER_SMTP_URL (e.g. smtp://user:pass@smtp.example.com:587): set it here and for every daemon, then add the channel again',
           );
         }
-        const added = await adminCall(store, 'alerts.add', { account: opts.account, kind, target, secret });
+        const added = await store.call('alerts.add', { account: opts.account, kind, target, secret });
         const shown = { ...added, target: displayTarget(kind, added.target) };
         if (opts.json) return printJson(shown);
         out(`added ${kind} channel ${added.id} for ${added.account}: ${shown.target}`);
@@ -73,17 +72,9 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print JSON')
     .action(async (opts: { account?: string; json?: boolean }) => {
       await run(async (store) => {
-        const rows = await adminCall(store, 'alerts.list', { account: opts.account });
+        const rows = await store.call('alerts.list', { account: opts.account });
         if (opts.json) return printJson(rows);
-        printTable(rows as unknown as Record<string, unknown>[], [
-          'id',
-          'account',
-          'kind',
-          'target',
-          'last_status',
-          'last_attempt_at',
-          'last_detail',
-        ]);
+        printTable(rows, ['id', 'account', 'kind', 'target', 'last_status', 'last_attempt_at', 'last_detail']);
       });
     });
 
@@ -93,7 +84,7 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print {"id","account","kind"}')
     .action(async (id: string, opts: { json?: boolean }) => {
       await run(async (store) => {
-        const gone = await adminCall(store, 'alerts.remove', { id });
+        const gone = await store.call('alerts.remove', { id });
         if (opts.json) return printJson({ id, account: gone.account, kind: gone.kind });
         out(`removed ${gone.kind} channel ${id} of ${gone.account}`);
       });
@@ -108,7 +99,7 @@ export function registerAlerts(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print [{"id","kind","ok","detail","duration_ms"}] (a failure still exits 1)')
     .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store, config) => {
-        const results = await adminCall(store, 'alerts.test', { account: opts.account }, { smtpUrl: config.smtpUrl });
+        const results = await store.call('alerts.test', { account: opts.account }, { smtpUrl: config.smtpUrl });
         if (results.length === 0) {
           throw new CliError(
             `account ${opts.account} has no alert channels (add one with \`meter alerts add --account ${opts.account} …\`)`,

@@ -1,15 +1,13 @@
 import type { Command } from 'commander';
 import { printable } from '../../src/printable.js';
-import { adminCall } from '../../src/admin/client.js';
 import type { BudgetView } from '../../src/budget/admin.js';
-import { raw, rawOrNull, type JsonValue } from '../../src/budget/json.js';
-import { parseBudgetUsd } from '../../src/budget/money.js';
+import { parseBudgetUsd, raw, rawOrNull, type JsonValue } from '../../src/money.js';
 import type { Config } from '../../src/config.js';
-import type { Db } from '../../src/store/types.js';
+import type { CliStore } from '../../src/admin/client.js';
 import { printJson, UsageError, withStore } from '../context.js';
 
 /** How a command gets its store (tests pass one in). */
-export type StoreRunner = <T>(fn: (store: Db, config: Readonly<Config>) => Promise<T>) => Promise<T>;
+export type StoreRunner = <T>(fn: (store: CliStore, config: Readonly<Config>) => Promise<T>) => Promise<T>;
 
 const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
 
@@ -58,7 +56,7 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
         );
       }
       await run(async (store) => {
-        const result = await adminCall(store, 'budget.set', {
+        const result = await store.call('budget.set', {
           account: opts.account,
           monthlyUsd: usd,
           hardCap: opts.hardCap,
@@ -80,7 +78,7 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print {"account","month","budget","hard_cap","spend","utilization_pct","levels_fired"}')
     .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store) => {
-        const view = await adminCall(store, 'budget.show', { account: opts.account });
+        const view = await store.call('budget.show', { account: opts.account });
         if (opts.json) printJson(budgetJson(view));
         else printBudget(view);
       });
@@ -93,7 +91,7 @@ export function registerBudget(program: Command, run: StoreRunner = withStore): 
     .option('--json', 'print {"account","cleared"}')
     .action(async (opts: { account: string; json?: boolean }) => {
       await run(async (store) => {
-        const cleared = await adminCall(store, 'budget.clear', { account: opts.account });
+        const cleared = await store.call('budget.clear', { account: opts.account });
         if (opts.json) return printJson({ account: opts.account, cleared });
         out(cleared ? `budget of ${opts.account} cleared` : `${opts.account} had no budget`);
       });

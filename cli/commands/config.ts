@@ -12,7 +12,7 @@ export function registerConfig(program: Command): void {
       const variables = describeConfig(process.env).map(withUpstreamDefault);
       const unknown = unknownVariables(process.env);
       if (opts.json) return printJson({ variables, unknown });
-      printTable(variables as unknown as Record<string, unknown>[], ['variable', 'value', 'source']);
+      printTable(variables, ['variable', 'value', 'source']);
       for (const u of unknown)
         process.stderr.write(`meter: warning: ${u.name} is not a meter setting (did you mean ${u.suggestion}?)\n`);
     });

@@ -1,7 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { isRemote } from '../../src/admin/client.js';
 import { EXPORT_FORMATS } from '../../src/export/params.js';
 import { exportAccount, exportParamsOf, type ExportArgs } from '../../src/export/admin.js';
 import { prepareExport, streamSink, writeExport, type ExportSink } from '../../src/export/run.js';
@@ -75,14 +74,15 @@ export function registerExport(program: Command): void {
       const progress = counted(streamSink(out), Boolean(process.stderr.isTTY), p.format === 'jsonl' ? 0 : 1);
       try {
         await withStore(async (store) => {
-          if (isRemote(store)) {
+          const db = store.db;
+          if (!db) {
             // The daemon holds the embedded store: it reads the rows and streams the text here.
-            for await (const chunk of await store.stream('export', args)) await progress.sink.write(chunk.toString());
+            for await (const chunk of await store.stream!('export', args)) await progress.sink.write(chunk.toString());
             return;
           }
-          const account = await exportAccount(store, opts.account);
-          const formatter = await prepareExport(store, account, p);
-          await writeExport(store, account, p, formatter, progress.sink);
+          const account = await exportAccount(db, opts.account);
+          const formatter = await prepareExport(db, account, p);
+          await writeExport(db, account, p, formatter, progress.sink);
         });
         if (partial) {
           await new Promise<void>((resolve, reject) =>

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../../src/auth/duration.js';
-import { adminCall } from '../../src/admin/client.js';
 import { printJson, printTable, UsageError, withStore } from '../context.js';
 
 const SHOWN_ONCE = 'store it now: it is shown only once';
@@ -16,7 +15,7 @@ export function registerKeys(program: Command): void {
     .option('--json', 'print {"id","key","account","name","created_at"}')
     .action(async (opts: { account: string; name?: string; json?: boolean }) => {
       await withStore(async (store) => {
-        const k = await adminCall(store, 'keys.create', { account: opts.account, name: opts.name });
+        const k = await store.call('keys.create', { account: opts.account, name: opts.name });
         if (opts.json) printJson({ id: k.id, key: k.key, account: k.account, name: k.name, created_at: k.created_at });
         else {
           process.stdout.write(`${k.key}\n`);
@@ -32,17 +31,9 @@ export function registerKeys(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { account?: string; json?: boolean }) => {
       await withStore(async (store) => {
-        const rows = await adminCall(store, 'keys.list', { account: opts.account });
+        const rows = await store.call('keys.list', { account: opts.account });
         if (opts.json) printJson(rows);
-        else
-          printTable(rows as unknown as Record<string, unknown>[], [
-            'id',
-            'account',
-            'name',
-            'status',
-            'created_at',
-            'expires_at',
-          ]);
+        else printTable(rows, ['id', 'account', 'name', 'status', 'created_at', 'expires_at']);
       });
     });
 
@@ -54,7 +45,7 @@ export function registerKeys(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const r = await adminCall(store, 'keys.revoke', { id });
+        const r = await store.call('keys.revoke', { id });
         if (opts.json) printJson(r);
         else process.stdout.write(`revoked key ${r.id}\n`);
       });
@@ -75,7 +66,7 @@ export function registerKeys(program: Command): void {
         throw new UsageError((err as Error).message);
       }
       await withStore(async (store) => {
-        const k = await adminCall(store, 'keys.rotate', { id, graceSeconds: grace });
+        const k = await store.call('keys.rotate', { id, graceSeconds: grace });
         if (opts.json) printJson(k);
         else {
           process.stdout.write(`${k.key}\n`);

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../src/config.js';
-import type { Store } from '../../src/store/index.js';
-import { adminCall } from '../../src/admin/client.js';
+import { localStore, type CliStore } from '../../src/admin/client.js';
 import { printJson, withStore } from '../context.js';
 
 export function registerMigrate(program: Command): void {
@@ -19,7 +18,7 @@ export function registerMigrate(program: Command): void {
       const { convertToTimescale } = await import('../../src/store/timescale/convert.js');
       const { db, conversion } = await convertToTimescale(loadConfig(process.env));
       try {
-        await report(db, opts.json, conversion);
+        await report(localStore(db), opts.json, conversion);
       } finally {
         await db.close();
       }
@@ -27,8 +26,8 @@ export function registerMigrate(program: Command): void {
 }
 
 /** Where the schema now stands. */
-async function report(store: Store, json?: boolean, conversion?: 'converted' | 'already'): Promise<void> {
-  const rows = await adminCall(store, 'schema.versions', {});
+async function report(store: CliStore, json?: boolean, conversion?: 'converted' | 'already'): Promise<void> {
+  const rows = await store.call('schema.versions', {});
   const latest = rows.at(-1);
   if (json) {
     printJson({

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { adminCall } from '../../src/admin/client.js';
 import type { AdminArgs } from '../../src/admin/commands.js';
 import { PLAN_ANALYTICS, type Plan, type PlanEdits } from '../../src/plans/plans.js';
-import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
+import { printJson, printTable, UsageError, withStore } from '../context.js';
 
 const ANALYTICS: readonly string[] = PLAN_ANALYTICS;
 
@@ -33,7 +32,7 @@ export function registerPlans(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       await withStore(async (store) => {
-        const rows = (await adminCall(store, 'plans.list', {})).map(toRow);
+        const rows = (await store.call('plans.list', {})).map(toRow);
         if (opts.json) printJson(rows);
         else
           printTable(
@@ -92,8 +91,8 @@ export function registerPlans(program: Command): void {
         );
       }
       await withStore(async (store) => {
-        await adminCall(store, 'plans.set', { ...(edits as Omit<AdminArgs<'plans.set'>, 'plan'>), plan: name });
-        if (json) printJson(toRow((await adminCall(store, 'plans.list', {})).find((p) => p.name === name)!));
+        await store.call('plans.set', { ...(edits as Omit<AdminArgs<'plans.set'>, 'plan'>), plan: name });
+        if (json) printJson(toRow((await store.call('plans.list', {})).find((p) => p.name === name)!));
         else process.stdout.write(`plan ${name} updated\n`);
       });
     });

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { printable } from '../../src/printable.js';
-import { adminCall } from '../../src/admin/client.js';
 import { loadConfig, maskUrlsIn, maskUrl, type Config } from '../../src/config.js';
 import { formatPriceTable, Pricer } from '../../src/pricing/index.js';
 import {
@@ -15,11 +14,11 @@ import {
   type PriceTableInfo,
 } from '../../src/pricing/price-data.js';
 import { PROVIDER_SLUGS, type ProviderSlug } from '../../src/providers/types.js';
-import type { Db } from '../../src/store/types.js';
+import type { CliStore } from '../../src/admin/client.js';
 import { CliError, printJson, UsageError, withStore } from '../context.js';
 
 /** How a command gets its store (tests pass one in). */
-export type StoreRunner = <T>(fn: (store: Db, config: Readonly<Config>) => Promise<T>) => Promise<T>;
+export type StoreRunner = <T>(fn: (store: CliStore, config: Readonly<Config>) => Promise<T>) => Promise<T>;
 
 const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
 
@@ -145,8 +144,7 @@ export function registerPricing(program: Command, run: StoreRunner = withStore):
       await run(async (store, config) => {
         useSavedTable(config);
         // Through a running daemon's admin API on the embedded store, or directly.
-        const report = await adminCall(
-          store,
+        const report = await store.call(
           'pricing.reprice',
           { since: since.toISOString() },
           { pricesFile: config.pricesFile },

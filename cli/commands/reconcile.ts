@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { adminCall } from '../../src/admin/client.js';
 import { formatUnits } from '../../src/reconcile/amount.js';
 import { reconciliationJson } from '../../src/reconcile/json.js';
 import { ReconcileError, runReconciliation } from '../../src/reconcile/run.js';
@@ -168,7 +167,7 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
         const { kind, id } = mappingTarget(p, opts);
         await run(async (store) => {
           const m = await asCliError(() =>
-            adminCall(store, 'reconcile.map', { provider: p, kind, id, account: opts.account }),
+            store.call('reconcile.map', { provider: p, kind, id, account: opts.account }),
           );
           if (opts.json) return printJson(m);
           out(`${p} ${kind.replace('_', ' ')} ${id} → account ${m.account}`);
@@ -189,7 +188,7 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
         const p = provider(opts.provider);
         const { kind, id } = mappingTarget(p, opts);
         await run(async (store) => {
-          const removed = await adminCall(store, 'reconcile.unmap', { provider: p, kind, id });
+          const removed = await store.call('reconcile.unmap', { provider: p, kind, id });
           if (opts.json) return printJson({ removed });
           out(
             removed
@@ -208,7 +207,7 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
     .action(async (opts: { provider?: string; json?: boolean }) => {
       const p = opts.provider === undefined ? undefined : provider(opts.provider);
       await run(async (store) => {
-        const mappings = await adminCall(store, 'reconcile.mappings', { provider: p });
+        const mappings = await store.call('reconcile.mappings', { provider: p });
         if (opts.json) return printJson({ mappings });
         printTable(mappings as unknown as Record<string, unknown>[], ['provider', 'kind', 'external_id', 'account']);
       });

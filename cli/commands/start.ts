@@ -51,7 +51,7 @@ export function registerStart(program: Command): void {
       try {
         await daemon.close();
       } catch (err) {
-        logger.error({ err: { message: (err as Error).message } }, 'shutdown failed');
+        logger.error({ err }, 'shutdown failed');
         process.exitCode = 1;
       }
       logger.info('meter stopped');

@@ -4,7 +4,7 @@ import { TopData } from '../top/data.js';
 import type { Figures } from '../top/derive.js';
 import { figuresJson } from '../top/json.js';
 import { frameLines, lineText } from '../top/layout.js';
-import { openTopSource } from '../top/source.js';
+import { openTopSource } from '../top-source.js';
 import { UsageError } from '../context.js';
 
 interface TopOpts {

@@ -10,9 +10,10 @@
  * recorded_at order, so each poll re-reads the last SETTLE_MS of recorded_at and skips the ids
  * it has already seen (a few hundred ids at 200 calls/s).
  */
-import { stringTags } from '../../src/analytics/events-query.js';
-import { toUnits } from '../../src/budget/money.js';
-import { monthWindow } from '../../src/budget/month.js';
+import { stringTags } from '../../src/tags.js';
+import type { TopSource } from '../../src/top/statements.js';
+import { toUnits } from '../../src/money.js';
+import { currentMonth } from '../../src/calendar.js';
 import {
   addToBuckets,
   deriveFigures,
@@ -26,7 +27,8 @@ import {
   type TagRow,
   type TopEvent,
 } from './derive.js';
-import type { TopSource } from './source.js';
+
+import { MeterError } from '../../src/errors.js';
 
 interface Account {
   id: string;
@@ -205,7 +207,7 @@ export class TopData {
   private reconciliation: ReconciliationRow[] = [];
 
   private async readMonth(): Promise<void> {
-    const w = monthWindow(new Date(this.dbNowMs()));
+    const w = currentMonth(new Date(this.dbNowMs()));
     const asked = this.now();
     const [row] = await this.source.run<MonthRow & { db_now_us: string }>('top.month', [
       this.account.id,
@@ -255,7 +257,7 @@ export class TopData {
   async refresh(): Promise<Figures> {
     await this.readMonth();
     const id = this.account.id;
-    const w = monthWindow(new Date(this.dbNowMs()));
+    const w = currentMonth(new Date(this.dbNowMs()));
     if (this.now() - this.tagKeysAt >= TAG_KEYS_EVERY_MS) {
       this.tagKeys = (await this.source.run<{ tag_key: string }>('top.tag_keys', [id, w.from, w.to])).map(
         (r) => r.tag_key,
@@ -306,6 +308,6 @@ export class TopData {
 }
 
 /** A user-facing problem (no account, unknown account): one line, exit 1. */
-export class TopDataError extends Error {
+export class TopDataError extends MeterError {
   override name = 'TopDataError';
 }

@@ -2,11 +2,11 @@
  * The figures `meter top` shows, derived from what the data module holds: pure functions of
  * their inputs (no clock, no store), so they are tested against known event sets.
  *
- * Money is bigint units of 1e-8 USD (NUMERIC(20,8) exactly, src/budget/money.ts); every sum,
+ * Money is bigint units of 1e-8 USD (NUMERIC(20,8) exactly, src/money.ts); every sum,
  * rate and projection is computed on those and rounded once, half-even.
  */
-import { formatUnits, toUnits, utilizationPct } from '../../src/budget/money.js';
-import { divRoundHalfEven } from '../../src/pricing/decimal.js';
+import { windowBounds } from '../../src/calendar.js';
+import { divRoundHalfEven, formatUnits, toUnits, utilizationPct } from '../../src/money.js';
 
 /** One usage event as top keeps it (from top.events_since / top.events_before). */
 export interface TopEvent {
@@ -63,16 +63,10 @@ export function burnPerHour(buckets: MinuteBuckets, nowMs: number, minutes: numb
   return divRoundHalfEven(spend * BigInt(MS_PER_HOUR), elapsed);
 }
 
-/** First instant of the next UTC month. */
-export function monthEndMs(nowMs: number): number {
-  const d = new Date(nowMs);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
-}
-
 /** Month-end spend: what is spent so far plus the hourly burn rate for every hour left in the
  *  UTC month (the 60-minute rate: steadier than the 5-minute one). */
 export function projectMonthEnd(monthSpend: bigint, perHour: bigint, nowMs: number): bigint {
-  const left = BigInt(Math.max(0, monthEndMs(nowMs) - Math.round(nowMs)));
+  const left = BigInt(Math.max(0, windowBounds('month', nowMs).end - Math.round(nowMs)));
   return monthSpend + divRoundHalfEven(perHour * left, BigInt(MS_PER_HOUR));
 }
 

@@ -1,7 +1,6 @@
 /** Text for the frame: money rounded half-even from exact decimals, counts, durations, bars. */
 import { printable } from '../../src/printable.js';
-import { toUnits } from '../../src/budget/money.js';
-import { divRoundHalfEven } from '../../src/pricing/decimal.js';
+import { divRoundHalfEven, toUnits } from '../../src/money.js';
 
 const group = (digits: string) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 

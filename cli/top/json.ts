@@ -1,6 +1,6 @@
 /** `meter top --once --json`: the figures, money and counts as JSON numbers written from their
  *  exact decimal text (never through a float), like the analytics API. */
-import { raw, rawOrNull, stringifyJson } from '../../src/budget/json.js';
+import { raw, rawOrNull, stringifyJson } from '../../src/money.js';
 import type { Figures } from './derive.js';
 
 export function figuresJson(f: Figures, indent = 0): string {

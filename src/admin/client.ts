@@ -1,5 +1,6 @@
 import type { Client } from 'undici';
-import type { Db } from '../store/types.js';
+import { MeterError, type ErrorCode } from '../errors.js';
+import type { Db, StoreKind } from '../store/types.js';
 import {
   runAdminCommand,
   type AdminArgs,
@@ -7,15 +8,53 @@ import {
   type AdminContext,
   type AdminResult,
 } from './commands.js';
-import type { AdminAddress } from './server.js';
+import type { AdminAddress } from '../store/lockfile.js';
 
-const NO_SQL = 'the daemon admin API runs named commands only, not SQL (stop the daemon to open the store directly)';
+/** A user error the daemon answered with (MeterError there): its code and status come along. */
+class RemoteUserError extends MeterError {
+  override name = 'RemoteUserError';
+  constructor(
+    message: string,
+    override readonly code: ErrorCode,
+    override readonly status: number,
+  ) {
+    super(message);
+  }
+}
 
-/** A store the CLI reaches through a running daemon's admin API: only named commands. */
-export interface RemoteStore extends Db {
-  call<N extends AdminCommandName>(name: N, args: AdminArgs<N>): Promise<AdminResult<N>>;
-  /** A command that answers a stream of text (`export`): its body, once the daemon said 200. */
-  stream(name: 'export', args: unknown): Promise<AsyncIterable<Buffer>>;
+/**
+ * The CLI's one way to the store: named admin commands (never SQL). `localStore` runs them on a
+ * store this process opened; `openRemote` sends them to the daemon that holds the embedded
+ * store. `ctx`: settings of this process a command needs (SMTP for `alerts test`); the daemon
+ * uses its own.
+ */
+export interface CliStore {
+  readonly kind: StoreKind;
+  call<N extends AdminCommandName>(name: N, args: AdminArgs<N>, ctx?: AdminContext): Promise<AdminResult<N>>;
+  /** The store itself, when this process holds it: a command that streams rows (`export`) reads it directly. */
+  readonly db?: Db;
+  /** Through a daemon: a command that answers a stream of text (`export`), once the daemon said 200. */
+  stream?(name: 'export', args: unknown): Promise<AsyncIterable<Buffer>>;
+  close(): Promise<void>;
+}
+
+/** Runs named admin commands only: what a feature's job and the CLI share (`localStore(db)` in a daemon). */
+export type AdminPort = Pick<CliStore, 'call'>;
+
+/** A store this process holds (PostgreSQL, or the embedded store no daemon holds). */
+export function localStore(db: Db): CliStore {
+  return {
+    kind: db.kind,
+    db,
+    call: (name, args, ctx = {}) => runAdminCommand(db, name, args, ctx),
+    close: () => db.close(),
+  };
+}
+
+/** The embedded store through the daemon that holds it. */
+export interface RemoteStore extends CliStore {
+  /** true when the daemon answers. */
+  ping(): Promise<boolean>;
 }
 
 export function openRemote(address: AdminAddress): RemoteStore {
@@ -34,11 +73,16 @@ export function openRemote(address: AdminAddress): RemoteStore {
     });
   const call = async (name: string, args: unknown) => {
     const res = await send(name, args);
-    const json = (await res.body.json()) as { result?: unknown; error?: { message: string } };
-    if (res.statusCode !== 200) throw new Error(json.error?.message ?? `daemon admin API answered ${res.statusCode}`);
+    const json = (await res.body.json()) as { result?: unknown; error?: { code: ErrorCode; message: string } };
+    if (res.statusCode !== 200) {
+      const message = json.error?.message ?? `daemon admin API answered ${res.statusCode}`;
+      // The daemon's user error, as the command would have thrown it here.
+      throw res.statusCode < 500 && json.error
+        ? new RemoteUserError(message, json.error.code, res.statusCode)
+        : new Error(message);
+    }
     return json.result;
   };
-  const refuse = () => Promise.reject(new Error(NO_SQL));
   return {
     kind: 'embedded',
     call: (name, args) => call(name, args) as Promise<never>,
@@ -48,11 +92,6 @@ export function openRemote(address: AdminAddress): RemoteStore {
       const json = (await res.body.json().catch(() => ({}))) as { error?: { message: string } };
       throw new Error(json.error?.message ?? `daemon admin API answered ${res.statusCode}`);
     },
-    query: refuse,
-    exec: refuse,
-    transaction: refuse,
-    withAdvisoryLock: refuse,
-    tryAdvisoryLock: refuse,
     async ping() {
       try {
         await call('schema.versions', {});
@@ -65,16 +104,4 @@ export function openRemote(address: AdminAddress): RemoteStore {
       if (client) await (await client).close();
     },
   };
-}
-
-export const isRemote = (db: Db): db is RemoteStore => typeof (db as Partial<RemoteStore>).call === 'function';
-
-/** Runs a named admin command: through the daemon when it holds the store, else directly. */
-export function adminCall<N extends AdminCommandName>(
-  db: Db,
-  name: N,
-  args: AdminArgs<N>,
-  ctx: AdminContext = {},
-): Promise<AdminResult<N>> {
-  return isRemote(db) ? db.call(name, args) : runAdminCommand(db, name, args, ctx);
 }

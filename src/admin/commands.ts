@@ -5,11 +5,12 @@ import { sendTestAlerts } from '../alerts/test-send.js';
 import { createAccount, deleteAccount, listAccounts, setAccountPlan } from '../auth/accounts.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../auth/keys.js';
 import { clearBudget, setBudget, showBudget } from '../budget/admin.js';
-import { parseBudgetUsd } from '../budget/money.js';
+import { parseBudgetUsd } from '../money.js';
 import { loadPlans, updatePlan, PLAN_ANALYTICS } from '../plans/plans.js';
 import { reconcileAdminCommands } from '../reconcile/admin.js';
 import type { Db } from '../store/types.js';
 import { checkParams, TOP_STATEMENTS, type NamedStatement } from '../top/statements.js';
+import { MeterError } from '../errors.js';
 
 /**
  * Everything the CLI may do to a store, by name, with validated arguments: the only operations
@@ -172,7 +173,7 @@ export type AdminArgs<N extends AdminCommandName> = z.input<Entry<N>['args']>;
 export type AdminResult<N extends AdminCommandName> = Entry<N> extends AdminCommand<z.ZodType, infer R> ? R : never;
 
 /** Thrown for arguments that fail their schema: names the argument and what is allowed. */
-export class AdminArgsError extends Error {
+export class AdminArgsError extends MeterError {
   override name = 'AdminArgsError';
 }
 

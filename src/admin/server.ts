@@ -3,13 +3,14 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { MeterError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sendError, sendJson } from '../server/errors.js';
+import type { AdminAddress } from '../store/lockfile.js';
 import type { Db } from '../store/types.js';
 import { streamAdminExport } from '../export/admin.js';
 import {
   adminCommands,
-  AdminArgsError,
   isAdminCommand,
   runAdminCommand,
   type AdminCommandName,
@@ -20,18 +21,7 @@ const MAX_BODY = 8 << 20;
 /** sun_path holds 108 bytes on Linux and 104 on macOS, terminator included. */
 const MAX_SOCKET_PATH = 103;
 
-/** Where CLI commands reach the admin API: written to the 0600 lock file with the token. */
-export interface AdminAddress {
-  /** The Unix socket `meter.sock` in METER_DATA_DIR (mode 0600). */
-  socket?: string;
-  /** Only when the socket path is too long for the OS: http://127.0.0.1:<random port>. */
-  url?: string;
-  token: string;
-}
-
 /** A user error from a command (unknown account, key limit reached…): 400 with its message. */
-const USER_ERRORS = new Set(['AdminError', 'BudgetAdminError', 'UnknownPlanError', 'AdminArgsError']);
-
 /**
  * The admin API of a daemon that holds the embedded store: `POST /admin/<command>` with JSON
  * arguments runs one entry of adminCommands (never SQL from the caller). It never listens on
@@ -83,9 +73,8 @@ export async function startAdminServer(
       sendJson(res, 200, { result: (await runAdminCommand(db, name as AdminCommandName, args, ctx)) ?? null });
     } catch (err) {
       const e = err as Error;
-      if (USER_ERRORS.has(e.name) || e instanceof AdminArgsError)
-        return sendError(res, 400, 'invalid_parameter', e.message);
-      logger.error({ command: name, err: { message: e.message } }, 'admin command failed');
+      if (e instanceof MeterError) return sendError(res, e.status, e.code, e.message);
+      logger.error({ command: name, err: e }, 'admin command failed');
       sendError(res, 500, 'internal_error', `${name} failed: ${e.message}`);
     }
   }

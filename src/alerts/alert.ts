@@ -1,4 +1,4 @@
-import { raw, rawOrNull, stringifyJson } from '../budget/json.js';
+import { raw, rawOrNull, stringifyJson } from '../money.js';
 
 export const CHANNEL_KINDS = ['slack', 'teams', 'email', 'webhook'] as const;
 export type ChannelKind = (typeof CHANNEL_KINDS)[number];

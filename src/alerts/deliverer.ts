@@ -1,6 +1,7 @@
 import type { Logger } from '../log.js';
 import type { DaemonMetrics } from '../metrics/registry.js';
-import type { Component } from '../server/daemon.js';
+import type { Component } from '../component.js';
+import { PeriodicTask } from '../periodic.js';
 import type { Db } from '../store/types.js';
 import { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy } from './backoff.js';
 import { sendToChannel } from './channels/index.js';
@@ -32,10 +33,8 @@ export const DEFAULT_DELIVERER_OPTIONS: Readonly<AlertDelivererOptions> = Object
  */
 export class AlertDeliverer implements Component {
   readonly name = 'alerts';
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly task: PeriodicTask;
   private stopped = false;
-  private failing = false;
   /** Attempts by `kind result` (result: delivered, retrying, failed), for /metrics. */
   private readonly attempts = new Map<string, number>();
 
@@ -43,16 +42,21 @@ export class AlertDeliverer implements Component {
     private readonly db: Db,
     private readonly logger: Logger,
     private readonly opts: AlertDelivererOptions,
-  ) {}
+  ) {
+    this.task = new PeriodicTask(() => this.deliverDue(), {
+      what: 'alert outbox: delivery',
+      logger,
+      pauseMs: opts.pollMs,
+    });
+  }
 
   start(): void {
-    this.schedule(0);
+    void this.task.start('now');
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.task.stop();
   }
 
   /** Delivers everything due now, round after round; returns how many attempts were made. */
@@ -108,22 +112,5 @@ export class AlertDeliverer implements Component {
         }
       },
     );
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      const run = this.deliverDue().then(
-        () => {
-          this.failing = false;
-        },
-        (err: Error) => {
-          if (!this.failing) this.logger.warn({ err: { message: err.message } }, 'alert outbox unavailable; retrying');
-          this.failing = true;
-        },
-      );
-      this.running = run.finally(() => this.schedule(this.opts.pollMs));
-    }, delayMs);
-    this.timer.unref();
   }
 }

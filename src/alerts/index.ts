@@ -1,4 +1,4 @@
-import type { DaemonContext } from '../server/daemon.js';
+import type { DaemonContext } from '../component.js';
 import { AlertDeliverer, DEFAULT_DELIVERER_OPTIONS, type AlertDelivererOptions } from './deliverer.js';
 
 export { AlertDeliverer, type AlertDelivererOptions } from './deliverer.js';

@@ -1,6 +1,6 @@
 import { showBudget, unknownAccount } from '../budget/admin.js';
 import { composeAlert } from '../budget/compose-alert.js';
-import { monthWindow } from '../budget/month.js';
+import { currentMonth } from '../calendar.js';
 import type { Queryable } from '../store/types.js';
 import type { AlertChannel } from './alert.js';
 import { sendToChannel, type DeliveryResult, type SendOptions } from './channels/index.js';
@@ -33,7 +33,7 @@ export async function sendTestAlerts(db: Queryable, account: string, opts: SendO
     type: 'budget.test',
     accountId: channels[0]!.account_id,
     account,
-    window: monthWindow(now),
+    window: currentMonth(now),
     level: null,
     spend: view.spend,
     budget: view.budget,

@@ -5,13 +5,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Authenticator, Principal } from '../auth/types.js';
-import type { Component } from '../server/daemon.js';
+import type { Component } from '../component.js';
 import { sendError, sendJson } from '../server/errors.js';
 import type { Logger } from '../log.js';
 import { serveExport } from '../export/http.js';
 import type { Db, Queryable } from '../store/types.js';
 import { listEvents } from './events-query.js';
-import { toJson, type JsonValue } from './json.js';
+import { stringifyJson, type JsonValue } from '../money.js';
 import { byTagParams, dailyParams, eventsParams, parseParams, summaryParams, type ParamResult } from './params.js';
 import { createPlanGate, type Endpoint, type PlanGate } from './plan-gate.js';
 import { byTag, daily, summary } from './rollup-queries.js';
@@ -103,7 +103,7 @@ export function createAnalytics({
     if (!run) return serveExport(store as Db, principal, req, res, url.searchParams, now(), logger);
     const result = await run(principal, url.searchParams);
     if (!result.ok) return sendError(res, 400, 'invalid_parameter', result.message);
-    sendJson(res, 200, toJson(result.value), { 'cache-control': 'no-store' });
+    sendJson(res, 200, stringifyJson(result.value), { 'cache-control': 'no-store' });
   }
 
   return { name: 'analytics', routes: { '/analytics/': handle } };

@@ -1,9 +1,9 @@
 import { acquireKeyCache, releaseKeyCache } from '../auth/cache.js';
-import type { ComponentFactory } from '../server/daemon.js';
+import type { Component, DaemonContext } from '../component.js';
 import { createAnalytics } from './component.js';
 
 /** `/analytics/…` in the daemon: authenticates with the key cache it shares with the proxy. */
-export const analyticsComponent: ComponentFactory = async ({ config, logger, store }) => {
+export async function analyticsComponent({ config, logger, store }: DaemonContext): Promise<Component> {
   const authenticator = await acquireKeyCache(store, { refreshMs: config.keyRefreshMs, logger });
   const component = createAnalytics({
     store,
@@ -12,4 +12,4 @@ export const analyticsComponent: ComponentFactory = async ({ config, logger, sto
     logger,
   });
   return { ...component, stop: () => releaseKeyCache(store) };
-};
+}

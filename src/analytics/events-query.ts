@@ -6,7 +6,8 @@
  */
 import type { Queryable } from '../store/types.js';
 import { encodeCursor } from './cursor.js';
-import { integer, money, type JsonValue } from './json.js';
+import { stringTags } from '../tags.js';
+import { integer, money, type JsonValue } from '../money.js';
 import type { EventsParams } from './params.js';
 import { ACCOUNT_TAG_KEY, ACCOUNT_TAGS_EXPR, chooseTagStrategy } from './tag-filter.js';
 
@@ -135,13 +136,6 @@ function dayOfUpperBound(p: EventsParams): string | undefined {
 
 /** `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */
 export const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');
-
-/** The string pairs of a stored tags object (what the caller sent). */
-export function stringTags(stored: Record<string, unknown> | null): Record<string, string> {
-  const tags: Record<string, string> = {};
-  for (const [k, v] of Object.entries(stored ?? {})) if (typeof v === 'string') tags[k] = v;
-  return tags;
-}
 
 /** The fields of CONTRACT §4 (plus `service_tier` and `units`), tags limited to the string pairs the caller sent. */
 function toEvent(r: EventRow): JsonValue {

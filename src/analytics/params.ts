@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { PROVIDER_SLUGS } from '../providers/types.js';
-import { PERIODS } from './calendar.js';
+import { PERIODS } from '../calendar.js';
 import { decodeCursor } from './cursor.js';
 
 export type ParamResult<T> = { ok: true; value: T } | { ok: false; param: string; message: string };

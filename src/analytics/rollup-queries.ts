@@ -3,10 +3,9 @@
  * events (but for the summary's unpriced count, from a partial index of unpriced events only) (DESIGN "Storage": ~1 ms on rollups, hundreds of ms on raw events at 5M rows). Sums
  * stay NUMERIC in SQL and reach the JSON as their decimal text (json.ts).
  */
-import { toUnits, utilizationPct } from '../budget/money.js';
 import type { Queryable } from '../store/types.js';
-import { addDays, currentMonth, currentPeriod, dailyWindow, type Period } from './calendar.js';
-import { integer, money, type JsonValue } from './json.js';
+import { addDays, currentMonth, currentPeriod, dailyWindow, type Period } from '../calendar.js';
+import { integer, money, toUnits, utilizationPct, type JsonValue } from '../money.js';
 
 // Every window is a half-open range of UTC days, [$2, $3).
 

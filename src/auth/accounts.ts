@@ -1,7 +1,8 @@
 import type { Queryable } from '../store/types.js';
+import { MeterError } from '../errors.js';
 
 /** A user error in account or key administration: the CLI prints its message as is. */
-export class AdminError extends Error {
+export class AdminError extends MeterError {
   override name = 'AdminError';
 }
 

@@ -1,6 +1,7 @@
 import type { Queryable } from '../store/types.js';
-import { formatUnits, toUnits, utilizationPct } from './money.js';
-import { monthWindow, type MonthWindow } from './month.js';
+import { formatUnits, toUnits, utilizationPct } from '../money.js';
+import { currentMonth, type MonthWindow } from '../calendar.js';
+import { MeterError } from '../errors.js';
 
 /**
  * What `meter budget …` does to the store. Each write is ONE statement: CLI commands may run
@@ -8,7 +9,7 @@ import { monthWindow, type MonthWindow } from './month.js';
  */
 
 /** A user error: printed as one line by the CLI. */
-export class BudgetAdminError extends Error {
+export class BudgetAdminError extends MeterError {
   override name = 'BudgetAdminError';
 }
 
@@ -45,7 +46,7 @@ export async function setBudget(
   hardCap: boolean | undefined,
   now = new Date(),
 ): Promise<SetBudgetResult> {
-  const w = monthWindow(now);
+  const w = currentMonth(now);
   const [row] = await db.query<{ plan: string; plan_hard_cap: boolean; saved: number; rearmed: number[] }>(
     `WITH acct AS (
        SELECT a.id, a.plan, p.hard_cap AS plan_hard_cap FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.name = $1
@@ -80,7 +81,7 @@ export async function setBudget(
 
 /** The account's budget, month-to-date spend and the levels fired this month. */
 export async function showBudget(db: Queryable, account: string, now = new Date()): Promise<BudgetView> {
-  const w = monthWindow(now);
+  const w = currentMonth(now);
   const [row] = await db.query<{ budget: string | null; hard_cap: boolean; spend: string; fired: number[] }>(
     `SELECT b.monthly_usd AS budget, COALESCE(b.hard_cap AND p.hard_cap, false) AS hard_cap,
             COALESCE((SELECT sum(u.spend) FROM usage_daily u

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { BudgetAlert } from '../alerts/alert.js';
 import type { Queryable } from '../store/types.js';
-import { normaliseUsd, toUnits, utilizationPct } from './money.js';
-import type { MonthWindow } from './month.js';
+import { normaliseUsd, toUnits, utilizationPct } from '../money.js';
+import type { MonthWindow } from '../calendar.js';
 import { topModels, topTags } from './queries.js';
 
 export interface AlertFacts {

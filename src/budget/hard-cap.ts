@@ -1,6 +1,6 @@
 import type { UsageEvent } from '../metering/event.js';
 import type { Pricer } from '../pricing/index.js';
-import { formatUnits, toUnits } from './money.js';
+import { formatUnits, toUnits } from '../money.js';
 import type { BudgetSnapshot, SpendLedger } from './monitor.js';
 import { worstCaseUnits, type PricedCall } from './worst-case.js';
 

@@ -1,10 +1,11 @@
 import type { Logger } from '../log.js';
-import type { Component } from '../server/daemon.js';
+import type { Component } from '../component.js';
+import { PeriodicTask } from '../periodic.js';
 import { readWithSeen, RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
-import { formatUnits, reached, toUnits } from './money.js';
-import { monthWindow } from './month.js';
+import { formatUnits, reached, toUnits } from '../money.js';
+import { currentMonth } from '../calendar.js';
 import { budgetStatesQuery, fireLevel, LEVELS, type BudgetRow } from './queries.js';
 
 /** What the daemon knows about one budgeted account, as of the last refresh. */
@@ -52,10 +53,7 @@ export interface BudgetMonitorOptions {
 export class BudgetMonitor implements Component {
   readonly name = 'budget';
   private states = new Map<string, BudgetSnapshot>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-  private stopped = false;
-  private failing = false;
+  private readonly task: PeriodicTask;
   private readonly now: () => Date;
   private ledger: SpendLedger | undefined;
   private readonly rereads = new RereadSkip();
@@ -66,6 +64,14 @@ export class BudgetMonitor implements Component {
     private readonly opts: BudgetMonitorOptions,
   ) {
     this.now = opts.now ?? (() => new Date());
+    this.task = new PeriodicTask(
+      () => this.rereads.run(this.db, currentMonth(this.now()).month, () => this.refresh()),
+      {
+        what: 'budget monitor: spend re-read',
+        logger,
+        pauseMs: opts.intervalMs,
+      },
+    );
   }
 
   /** Month-to-date spend in USD (decimal text) of a budgeted account; undefined without a budget. */
@@ -85,18 +91,16 @@ export class BudgetMonitor implements Component {
 
   async start(): Promise<void> {
     // The first read happens before the daemon serves, so the hard cap starts informed.
-    await this.tick();
+    await this.task.start('now');
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 
   /** One pass: re-read spend, fire what is crossed. Returns the levels this call fired. */
   async refresh(): Promise<{ account: string; level: number }[]> {
-    const window = monthWindow(this.now());
+    const window = currentMonth(this.now());
     const { rows, seen } = await this.readSpend(window);
     const refreshedAt = new Date();
     // One synchronous step: the new spend and the ledger's costs it holds change together.
@@ -140,7 +144,7 @@ export class BudgetMonitor implements Component {
   }
 
   /** Spend, and which of the ledger's events that spend holds, from one snapshot. */
-  private readSpend(window: ReturnType<typeof monthWindow>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
+  private readSpend(window: ReturnType<typeof currentMonth>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
     const { sql, params } = budgetStatesQuery(window);
     return readWithSeen<BudgetRow>(
       this.db,
@@ -149,29 +153,6 @@ export class BudgetMonitor implements Component {
       () => this.ledger?.unseenEvents() ?? [],
       'meter_budget_states',
     );
-  }
-
-  private async tick(): Promise<void> {
-    const run = this.rereads
-      .run(this.db, monthWindow(this.now()).month, () => this.refresh())
-      .then(
-        () => {
-          if (this.failing) this.logger.info('budget monitor: store reachable again');
-          this.failing = false;
-        },
-        (err: Error) => {
-          // Once per outage, not every interval.
-          if (!this.failing)
-            this.logger.warn({ err: { message: err.message } }, 'budget monitor: refresh failed; retrying');
-          this.failing = true;
-        },
-      );
-    this.running = run;
-    await run;
-    if (!this.stopped) {
-      this.timer = setTimeout(() => void this.tick(), this.opts.intervalMs);
-      this.timer.unref();
-    }
   }
 }
 

@@ -1,6 +1,6 @@
 import type { TopModel, TopTag } from '../alerts/alert.js';
 import type { Queryable } from '../store/types.js';
-import type { MonthWindow } from './month.js';
+import type { MonthWindow } from '../calendar.js';
 
 /** The levels of CONTRACT §6, in the order they fire. */
 export const LEVELS = [50, 80, 100] as const;

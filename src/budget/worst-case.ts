@@ -3,7 +3,7 @@ import type { Pricer } from '../pricing/index.js';
 import { getProvider } from '../providers/index.js';
 import { topLevelStringField } from '../providers/scan.js';
 import type { ProviderSlug } from '../providers/types.js';
-import { toUnits } from './money.js';
+import { toUnits } from '../money.js';
 
 /** Output tokens assumed when a request sets no max_tokens and the model's window is unknown. */
 export const DEFAULT_WORST_OUTPUT_TOKENS = 32_768;

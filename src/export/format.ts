@@ -4,8 +4,9 @@
  * columns). Money stays the store's exact decimal text (8 decimals); counts are written as
  * their digits, never through a JS number.
  */
-import { isoTime, stringTags } from '../analytics/events-query.js';
-import { integer, toJson, type JsonValue } from '../analytics/json.js';
+import { isoTime } from '../analytics/events-query.js';
+import { stringTags } from '../tags.js';
+import { integer, stringifyJson as toJson, type JsonValue } from '../money.js';
 import { FOCUS_COLUMNS, focusRow } from './focus.js';
 import type { ExportParams } from './params.js';
 import type { GroupRow, RawRow } from './rows.js';

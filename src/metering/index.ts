@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { Pricer } from '../pricing/index.js';
-import type { Component, ComponentFactory, DaemonContext } from '../server/daemon.js';
+import type { Component, DaemonContext } from '../component.js';
 import type { Db } from '../store/types.js';
 import { privateDir } from '../store/private-files.js';
 import { EventWriter, spoolDirOf, type EventWriterOptions } from '../store/writer.js';
@@ -60,7 +60,7 @@ export function createMetering(deps: MeteringDeps): MeteringSetup {
         try {
           listener(event);
         } catch (err) {
-          deps.logger.error({ err: { message: (err as Error).message } }, 'usage event listener failed');
+          deps.logger.error({ err }, 'usage event listener failed');
         }
       }
     },
@@ -74,23 +74,15 @@ export function createMetering(deps: MeteringDeps): MeteringSetup {
   return { metering, writer, pricer, component: writer, observe: (listener) => listeners.push(listener) };
 }
 
-const perDaemon = new WeakMap<DaemonContext, MeteringSetup>();
-
-/** The one MeteringSetup of a daemon: the metering component and the proxy share it. `writer`
- *  tunes the event writer (tests), and counts only on the first call for a daemon. */
-export function meteringFor(ctx: DaemonContext, writer?: MeteringDeps['writer']): MeteringSetup {
-  let setup = perDaemon.get(ctx);
-  if (!setup) {
-    setup = createMetering(writer ? { ...ctx, writer } : ctx);
-    perDaemon.set(ctx, setup);
-    const usage = new UsageMetrics(ctx.config.metricsModels);
-    setup.observe((event) => usage.record(event));
-    usage.register(ctx.metrics, setup.metering.counters);
-    registerWriterMetrics(ctx.metrics, setup.writer);
-  }
+/** The daemon's metering: the proxy records with it, and /metrics reports its counters and
+ *  its writer. Its component replays the spool on start and writes everything on stop (start
+ *  it before the proxy: stopped after it, so every event of a drained call is written). `writer`
+ *  tunes the event writer (tests). */
+export function daemonMetering(ctx: DaemonContext, writer?: MeteringDeps['writer']): MeteringSetup {
+  const setup = createMetering(writer ? { ...ctx, writer } : ctx);
+  const usage = new UsageMetrics(ctx.config.metricsModels);
+  setup.observe((event) => usage.record(event));
+  usage.register(ctx.metrics, setup.metering.counters);
+  registerWriterMetrics(ctx.metrics, setup.writer);
   return setup;
 }
-
-/** The daemon component (register it before the proxy: started first, stopped last, so every
- *  event of a drained call is written before exit). */
-export const meteringComponent: ComponentFactory = (ctx) => meteringFor(ctx).component;

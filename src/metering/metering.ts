@@ -30,7 +30,7 @@ export class MeteringService implements Metering {
       onError: (step, err, c) =>
         opts.logger.error(
           {
-            err: { message: (err as Error)?.message, stack: (err as Error)?.stack },
+            err,
             provider: c.provider,
             eventId: c.id,
           },
@@ -63,10 +63,7 @@ export class MeteringService implements Metering {
       this.opts.sink.push(event);
     } catch (err) {
       this.counters.internalErrors++;
-      this.opts.logger.error(
-        { err: { message: (err as Error).message }, eventId: event.id },
-        'metering: the event sink failed',
-      );
+      this.opts.logger.error({ err, eventId: event.id }, 'metering: the event sink failed');
     }
   }
 

@@ -23,7 +23,7 @@ export async function sendMetrics(
     res.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(text) });
     res.end(text);
   } catch (err) {
-    logger.error({ err: { message: (err as Error).message } }, 'metrics: scrape failed');
+    logger.error({ err }, 'metrics: scrape failed');
     sendError(res, 500, 'internal_error', 'metrics could not be collected');
   }
 }

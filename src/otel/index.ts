@@ -3,14 +3,14 @@
  * and the metering's hook stays unset, so a call pays one property check. On: the SDK is loaded
  * here, once, and every final usage event becomes a span and metric points (src/otel/sdk.ts).
  */
-import { meteringFor } from '../metering/index.js';
-import type { Component, ComponentFactory } from '../server/daemon.js';
+import type { Component, DaemonContext } from '../component.js';
+import type { MeteringService } from '../metering/metering.js';
 
-export const otelComponent: ComponentFactory = async (ctx): Promise<Component> => {
+export async function otelComponent(ctx: DaemonContext, metering: MeteringService): Promise<Component> {
   if (!ctx.config.otel) return { name: 'otel' };
   const { startOtelExport } = await import('./sdk.js');
   const otel = startOtelExport(process.env.npm_package_version ?? '0.1.0');
-  meteringFor(ctx).metering.onFinalized(otel.record);
+  metering.onFinalized(otel.record);
   const { counts } = otel;
   ctx.metrics.counter('meter_otel_spans_exported_total', 'Call spans the OTLP collector accepted', [], (emit) =>
     emit({}, counts.exported),
@@ -32,4 +32,4 @@ export const otelComponent: ComponentFactory = async (ctx): Promise<Component> =
   );
   ctx.logger.info('OpenTelemetry export on: a span and GenAI metrics per call (OTEL_EXPORTER_OTLP_*)');
   return { name: 'otel', stop: () => otel.shutdown() };
-};
+}

@@ -1,7 +1,8 @@
 import type { Principal } from '../auth/types.js';
 import type { ErrorCode } from '../server/errors.js';
 import type { PlanBook } from './plans.js';
-import { monthBounds, type CallRef, type QuotaTracker } from './quota.js';
+import { windowBounds } from '../calendar.js';
+import type { CallRef, QuotaTracker } from './quota.js';
 import { rateLimitHeaders, type RateLimiter } from './rate-limit.js';
 
 export type Admission =
@@ -56,7 +57,7 @@ export class Admissions {
       };
     }
     if (!this.quota.fits(principal.accountId, plan.monthlyCallQuota, now)) {
-      const retry = Math.max(1, Math.ceil((monthBounds(now).next - now) / 1000));
+      const retry = Math.max(1, Math.ceil((windowBounds('month', now).end - now) / 1000));
       return {
         ok: false,
         status: 429,

@@ -1,11 +1,13 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { Component, DaemonContext } from '../server/daemon.js';
+import type { Component } from '../component.js';
+import { PeriodicTask } from '../periodic.js';
 import { RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { Admissions } from './admission.js';
 import { PlanBook } from './plans.js';
-import { monthBounds, QuotaTracker } from './quota.js';
+import { windowBounds } from '../calendar.js';
+import { QuotaTracker } from './quota.js';
 import { RateLimiter } from './rate-limit.js';
 import { runRetention } from './retention.js';
 
@@ -30,57 +32,40 @@ export function createPlans({ config, logger, store, retentionIntervalMs = 3_600
   const limiter = new RateLimiter();
   const quota = new QuotaTracker();
   const admissions = new Admissions(book, limiter, quota);
-  const timers: NodeJS.Timeout[] = [];
-  let retention: Promise<unknown> = Promise.resolve();
-
-  const every = (ms: number, task: () => Promise<unknown>, what: string) => {
-    let running = false;
-    const t = setInterval(() => {
-      if (running) return;
-      running = true;
-      task()
-        .catch((err: Error) => logger.warn({ err: { message: err.message } }, `${what} failed; will retry`))
-        .finally(() => (running = false));
-    }, ms);
-    t.unref();
-    timers.push(t);
-  };
+  const counts = new RereadSkip();
+  const month = () => String(windowBounds('month', Date.now()).start);
+  const tasks = [
+    new PeriodicTask(
+      async () => {
+        await book.refresh(store);
+        limiter.prune();
+      },
+      { what: 'plans: re-read', logger, pauseMs: config.keyRefreshMs },
+    ),
+    new PeriodicTask(() => counts.run(store, month(), () => quota.refresh(store)), {
+      what: 'plans: call counts re-read',
+      logger,
+      pauseMs: config.flushIntervalMs,
+    }),
+    new PeriodicTask(() => runRetention(store, { logger }), {
+      what: 'retention',
+      logger,
+      pauseMs: retentionIntervalMs,
+    }),
+  ];
 
   const component: Component = {
     name: 'plans',
     async start() {
       await book.refresh(store);
       await quota.refresh(store);
-      every(
-        config.keyRefreshMs,
-        async () => {
-          await book.refresh(store);
-          limiter.prune();
-        },
-        'reading plans',
-      );
-      const counts = new RereadSkip();
-      const month = () => String(monthBounds(Date.now()).start);
-      every(
-        config.flushIntervalMs,
-        () => counts.run(store, month(), () => quota.refresh(store)),
-        'reading call counts',
-      );
-      every(retentionIntervalMs, () => (retention = runRetention(store, { logger })), 'retention');
+      for (const task of tasks) void task.start('after-pause');
     },
     async stop() {
-      for (const t of timers) clearInterval(t);
-      await retention.catch(() => {});
+      await Promise.all(tasks.map((task) => task.stop()));
     },
   };
   return { admissions, book, component };
 }
 
-const perDaemon = new WeakMap<DaemonContext, ReturnType<typeof createPlans>>();
-
-/** The one plans setup of a daemon: its component keeps the limits fresh, the proxy admits with it. */
-export function plansFor(ctx: DaemonContext): ReturnType<typeof createPlans> {
-  let setup = perDaemon.get(ctx);
-  if (!setup) perDaemon.set(ctx, (setup = createPlans(ctx)));
-  return setup;
-}
+export type PlansSetup = ReturnType<typeof createPlans>;

@@ -1,4 +1,5 @@
 import type { Queryable } from '../store/types.js';
+import { MeterError } from '../errors.js';
 
 /** A plan's limits, as stored in the plans table (README lists the defaults). */
 export interface Plan {
@@ -69,7 +70,7 @@ const EDIT_COLUMNS: Record<keyof PlanEdits, string> = {
   hardCap: 'hard_cap',
 };
 
-export class UnknownPlanError extends Error {
+export class UnknownPlanError extends MeterError {
   override name = 'UnknownPlanError';
 }
 

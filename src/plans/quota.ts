@@ -1,14 +1,6 @@
+import { windowBounds } from '../calendar.js';
 import { readWithSeen } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
-
-/** First instant of the UTC month containing t, and of the next one. */
-export function monthBounds(t: number): { start: number; next: number } {
-  const d = new Date(t);
-  return {
-    start: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1),
-    next: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1),
-  };
-}
 
 /** A call's usage event, by which a re-read recognises it: its id and time. */
 export interface CallRef {
@@ -25,7 +17,7 @@ export interface CallRef {
  * quota by what the other sidecars admit in about one flush interval plus one re-read (README).
  */
 export class QuotaTracker {
-  #month = monthBounds(Date.now()).start;
+  #month = windowBounds('month', Date.now()).start;
   #written = new Map<string, number>();
   /** Admitted here, not shown by a re-read yet: by event id. */
   #unseen = new Map<string, { id: string; time: string; accountId: string }>();
@@ -35,7 +27,7 @@ export class QuotaTracker {
 
   /** Re-reads the fleet's counts, and which of this sidecar's admitted calls they hold. */
   async refresh(db: Db, now = Date.now()): Promise<void> {
-    const { start } = monthBounds(now);
+    const { start } = windowBounds('month', now);
     const anonymousBefore = this.#anonymous;
     this.#anonymous = new Map(); // id-less admissions from here on are not in what the query may see
     try {
@@ -66,7 +58,7 @@ export class QuotaTracker {
 
   used(accountId: string, now = Date.now()): number {
     const local = this.#local.get(accountId) ?? 0;
-    return monthBounds(now).start === this.#month ? (this.#written.get(accountId) ?? 0) + local : local;
+    return windowBounds('month', now).start === this.#month ? (this.#written.get(accountId) ?? 0) + local : local;
   }
 
   /** true while the month's quota has room for one more call. */

@@ -1,3 +1,4 @@
+import { windowBounds } from '../calendar.js';
 import type { Logger } from '../log.js';
 import type { Db, Queryable } from '../store/types.js';
 import { loadHorizons, timescaleRetention, type TimescaleRetentionResult } from '../store/timescale/maintenance.js';
@@ -113,10 +114,7 @@ async function deleteOrphans(conn: Queryable, now: number, batch: number, result
 }
 
 /** The first day of the month `months` before the one `now` is in (UTC). */
-function monthsBefore(now: number, months: number): Date {
-  const d = new Date(now);
-  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - months, 1));
-}
+const monthsBefore = (now: number, months: number): Date => new Date(windowBounds('month', now, -months).start);
 
 /** Claims made before `cutoff`, of one plan's accounts or (no plan) of every account. */
 async function deleteClaims(db: Queryable, cutoff: Date, plan?: string): Promise<number> {

@@ -1,4 +1,4 @@
-import type { Component, DaemonContext } from '../server/daemon.js';
+import type { Component, DaemonContext } from '../component.js';
 import { PriceRefresher } from './refresh.js';
 
 /** The daemon's price table: the saved copy, refreshed from METER_PRICES_REMOTE when set. */

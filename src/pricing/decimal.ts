@@ -99,14 +99,7 @@ export function discountRatio(pct: Dec): Ratio {
   return { num: den - pct.coef, den };
 }
 
-/** num/den rounded to the nearest integer, ties to even (banker's rounding). num >= 0, den > 0. */
-export function divRoundHalfEven(num: bigint, den: bigint): bigint {
-  const q = num / den;
-  const r2 = (num % den) * 2n;
-  if (r2 > den) return q + 1n;
-  if (r2 < den) return q;
-  return q % 2n === 0n ? q : q + 1n;
-}
+export { divRoundHalfEven } from '../money.js';
 
 /** An integer count of 1e-`decimals` units as fixed-point text: (12345n, 8) → "0.00012345". */
 export function formatFixed(units: bigint, decimals: number): string {

@@ -7,6 +7,7 @@
  * TimescaleDB the rollups are continuous aggregates: the days touched are refreshed instead.
  * Statements only (no transaction), so it also runs through a daemon's admin API.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { coefAt, formatFixed, parseDecimal } from './decimal.js';
 import type { Pricer } from './pricer.js';
 import { COST_DECIMALS } from './cost.js';
@@ -215,7 +216,7 @@ async function withDeadlockRetry<T>(fn: () => Promise<T>): Promise<T> {
     } catch (err) {
       const code = (err as { code?: string }).code;
       if ((code !== '40P01' && code !== '40001') || attempt >= 5) throw err;
-      await new Promise((r) => setTimeout(r, 20 * attempt));
+      await delay(20 * attempt);
     }
   }
 }

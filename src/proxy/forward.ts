@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
+import type { CallStart } from '../metering/types.js';
 import { closeIfBodyUnread, sendError } from '../server/errors.js';
 import { BodyTooLargeError, type RequestBodyTap } from './body-tap.js';
 import type { GuardedMeter } from './guarded-meter.js';
@@ -15,6 +16,16 @@ class ClientGoneError extends Error {
   constructor() {
     super('the client closed the connection');
   }
+}
+
+/** An admitted call, as its response side needs it. */
+export interface ForwardedCall {
+  res: ServerResponse;
+  /** The call's start record: its event id (X-Meter-Request-Id) and arrival time. */
+  start: CallStart;
+  target: UpstreamTarget;
+  /** The service's own headers for this call (RateLimit-*), added to the provider's. */
+  headers: Record<string, string> | undefined;
 }
 
 /**
@@ -45,19 +56,25 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   /** When the request was handed to undici (a call that never went out is measured to here). */
   private readonly dispatchedAt = performance.now();
 
+  private readonly res: ServerResponse;
+  private readonly requestId: string;
+  private readonly target: UpstreamTarget;
+  private readonly extraHeaders: Record<string, string> | undefined;
+  /** performance.now() when the call arrived. */
+  private readonly arrivedAt: number;
+
   constructor(
-    private readonly res: ServerResponse,
+    call: ForwardedCall,
     private readonly meter: GuardedMeter,
     private readonly tap: RequestBodyTap | undefined,
-    private readonly requestId: string,
-    private readonly target: UpstreamTarget,
-    /** The service's own headers for this call (RateLimit-*), added to the provider's. */
-    private readonly extraHeaders: Record<string, string> | undefined,
-    /** performance.now() when the call arrived. */
-    private readonly arrivedAt: number,
     private readonly timings: CallTimings | undefined,
   ) {
-    res.on('close', this.onClientClose); // a response closes once: on() spares a once() wrapper per call
+    this.res = call.res;
+    this.requestId = call.start.id;
+    this.target = call.target;
+    this.extraHeaders = call.headers;
+    this.arrivedAt = call.start.startedAt;
+    call.res.on('close', this.onClientClose); // a response closes once: on() spares a once() wrapper per call
   }
 
   private readonly onClientClose = (): void => {

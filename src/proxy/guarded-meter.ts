@@ -9,19 +9,22 @@ export class GuardedMeter implements CallMeter {
   constructor(
     private readonly inner: CallMeter | undefined,
     private readonly logger: Pick<Logger, 'error'>,
+    /** Called once the call is over when no usage event will come of it (the metering failed
+     *  to begin or to end): frees what waited for that event (a hard-cap reservation). */
+    private readonly noEvent?: () => void,
   ) {}
 
-  static begin(metering: Metering, call: CallStart, logger: Pick<Logger, 'error'>): GuardedMeter {
+  static begin(metering: Metering, call: CallStart, logger: Pick<Logger, 'error'>, noEvent?: () => void): GuardedMeter {
     try {
-      return new GuardedMeter(metering.begin(call), logger);
+      return new GuardedMeter(metering.begin(call), logger, noEvent);
     } catch (err) {
-      logger.error({ err: { message: (err as Error).message }, provider: call.provider }, 'metering: begin failed');
-      return new GuardedMeter(undefined, logger);
+      logger.error({ err, provider: call.provider }, 'metering: begin failed');
+      return new GuardedMeter(undefined, logger, noEvent);
     }
   }
 
   private fail(step: string, err: unknown): void {
-    if (!this.failed) this.logger.error({ err: { message: (err as Error)?.message } }, `metering: ${step} failed`);
+    if (!this.failed) this.logger.error({ err }, `metering: ${step} failed`);
     this.failed = true;
   }
 
@@ -51,10 +54,11 @@ export class GuardedMeter implements CallMeter {
 
   end(outcome: { completed: boolean; status?: number }): void {
     try {
-      this.inner?.end(outcome);
+      if (this.inner) return this.inner.end(outcome);
     } catch (err) {
       this.fail('end', err);
     }
+    this.noEvent?.();
   }
 }
 

@@ -9,7 +9,7 @@ import type { CallStart, Metering } from '../metering/types.js';
 import { sendError, type ErrorCode } from '../server/errors.js';
 import type { ProviderSlug } from '../providers/types.js';
 import { hasBody, isSmallBody, readAhead, readSmallBody, RequestBodyTap } from './body-tap.js';
-import { ForwardCall } from './forward.js';
+import { ForwardCall, type ForwardedCall } from './forward.js';
 import { GuardedMeter } from './guarded-meter.js';
 import { upstreamRequestHeaders } from './headers.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
@@ -66,6 +66,8 @@ export interface HardCapAdmitter {
     head?: Buffer;
     time: Date;
   }): { ok: true } | { ok: false; message: string };
+  /** Frees an admitted call's reservation when no usage event will settle it. */
+  release(accountId: string, id: string): void;
 }
 
 export interface ProxyDeps {
@@ -82,6 +84,30 @@ export interface ProxyDeps {
   logger: Pick<Logger, 'error'>;
   /** Timings and refusals for /metrics (plain counters). */
   metrics?: ProxyMetrics;
+}
+
+/** A call that came in, before it is routed (its key is checked next). */
+interface Arrival {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** req.url, where `/proxy/{slug}` ends in it, and the slug. */
+  url: string;
+  slugEnd: number;
+  slug: string;
+  /** The service key came in X-Meter-Key: Authorization is the provider's own, forwarded. */
+  viaMeterKey: boolean;
+  /** performance.now() when the call arrived. */
+  arrivedAt: number;
+}
+
+/** A call admitted and about to be forwarded. */
+interface AdmittedCall extends ForwardedCall {
+  req: IncomingMessage;
+  /** What followed /proxy/{slug}/, query included. */
+  rest: string;
+  viaMeterKey: boolean;
+  /** Frees the call's hard-cap reservation when its meter can make no usage event. */
+  release: (() => void) | undefined;
 }
 
 /** Without a plan admitter (tests, a bare proxy) the hard cap alone decides. */
@@ -114,16 +140,8 @@ export function createProxyHandler(deps: ProxyDeps) {
   const unauthorized = (res: ServerResponse, slug: string, message: string) =>
     refuseCall(res, 401, 'invalid_api_key', message, { shape: slug === 'anthropic' ? 'anthropic' : 'default' });
 
-  function forward(
-    req: IncomingMessage,
-    res: ServerResponse,
-    url: string,
-    end: number,
-    slug: string,
-    principal: Principal,
-    viaMeterKey: boolean,
-    startedAt: number,
-  ): void | Promise<void> {
+  function forward(arrival: Arrival, principal: Principal): void | Promise<void> {
+    const { req, res, url, slug } = arrival;
     const time = new Date();
     const target = deps.targets.get(slug);
     if (!target) {
@@ -137,6 +155,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     }
     const shape = target.anthropicErrors ? 'anthropic' : 'default';
     // `rest` is what followed /proxy/{slug}/, query included.
+    const end = arrival.slugEnd;
     const rest = url.charCodeAt(end) === 0x2f ? url.slice(end + 1) : url.slice(end);
     const q = rest.indexOf('?');
     const path = q === -1 ? rest : rest.slice(0, q);
@@ -164,10 +183,10 @@ export function createProxyHandler(deps: ProxyDeps) {
     const id = uuidv7(time.getTime());
     // The caller's trace context rides along for OpenTelemetry (Node joins a repeated header: a string).
     const { traceparent, tracestate } = req.headers as Record<string, string | undefined>;
-    const start = {
+    const start: CallStart = {
       id,
       time,
-      startedAt,
+      startedAt: arrival.arrivedAt,
       principal,
       provider: target.slug,
       path,
@@ -176,15 +195,25 @@ export function createProxyHandler(deps: ProxyDeps) {
       traceparent,
       tracestate,
     };
+    const call: AdmittedCall = {
+      req,
+      res,
+      start,
+      target,
+      rest,
+      viaMeterKey: arrival.viaMeterKey,
+      headers: undefined,
+      release: undefined,
+    };
     const refuse = (a: Admission & { ok: false }) =>
       refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
     if (!deps.hardCap?.applies(principal.accountId)) {
       const admission = deps.admitter?.admit(principal, { call: { id, time } });
       if (admission && !admission.ok) return refuse(admission);
-      if (!hasBody(req) || !isSmallBody(req))
-        return dispatch(req, res, rest, target, start, hasBody(req) ? req : undefined, viaMeterKey, admission?.headers);
+      call.headers = admission?.headers;
+      if (!hasBody(req) || !isSmallBody(req)) return dispatch(call, hasBody(req) ? req : undefined);
       return readSmallBody(req, (body) => {
-        if (body) return dispatch(req, res, rest, target, start, body, viaMeterKey, admission?.headers);
+        if (body) return dispatch(call, body);
         // The client left mid-body: nothing goes upstream, the call is still metered (as a
         // call the client left, the same event a forwarded one would have made).
         GuardedMeter.begin(deps.metering, start, deps.logger).end({ completed: false });
@@ -208,59 +237,46 @@ export function createProxyHandler(deps: ProxyDeps) {
           head,
           time,
         });
-        return decision.ok ? undefined : { status: 402, code: 'budget_exceeded', message: decision.message };
+        if (!decision.ok) return { status: 402, code: 'budget_exceeded', message: decision.message };
+        // Reserved until the call's usage event settles it; freed at once if no event will come.
+        call.release = () => hardCap.release(principal.accountId, id);
+        return undefined;
       };
       const admission: Admission = deps.admitter?.admit(principal, { gate, call: { id, time } }) ?? capOnly(gate());
       if (!admission.ok) return refuse(admission);
-      dispatch(req, res, rest, target, start, bytes > 0 ? source : undefined, viaMeterKey, admission.headers);
+      call.headers = admission.headers;
+      dispatch(call, bytes > 0 ? source : undefined);
     });
   }
 
-  function dispatch(
-    req: IncomingMessage,
-    res: ServerResponse,
-    rest: string,
-    target: UpstreamTarget,
-    start: CallStart,
-    body: IncomingMessage | AsyncIterable<Buffer> | Buffer | undefined,
-    viaMeterKey: boolean,
-    headers: Record<string, string> | undefined,
-  ): void {
-    const meter = GuardedMeter.begin(deps.metering, start, deps.logger);
+  function dispatch(call: AdmittedCall, body: IncomingMessage | AsyncIterable<Buffer> | Buffer | undefined): void {
+    const { req, target } = call;
+    const meter = GuardedMeter.begin(deps.metering, call.start, deps.logger, call.release);
     const whole = Buffer.isBuffer(body) ? body : undefined;
     const tap = whole
       ? RequestBodyTap.whole(whole)
       : body
         ? new RequestBodyTap(deps.limits.meteringBodyBytes, deps.limits.maxBodyBytes)
         : undefined;
-    const call = new ForwardCall(
-      res,
-      meter,
-      tap,
-      start.id,
-      target,
-      headers,
-      start.startedAt,
-      deps.metrics?.of(target.slug),
-    );
+    const forwarded = new ForwardCall(call, meter, tap, deps.metrics?.of(target.slug));
     try {
       deps.pools.get(target.origin).dispatch(
         {
           origin: target.origin,
-          path: upstreamPath(target, rest),
+          path: upstreamPath(target, call.rest),
           method: req.method!,
-          headers: upstreamRequestHeaders(req, viaMeterKey),
+          headers: upstreamRequestHeaders(req, call.viaMeterKey),
           // undici streams an async iterable body (its types only list Readable)
           body:
             whole ?? ((tap ? tap.stream(body as IncomingMessage | AsyncIterable<Buffer>) : null) as Readable | null),
           headersTimeout: deps.idleTimeoutMs,
           bodyTimeout: deps.idleTimeoutMs,
         },
-        call,
+        forwarded,
       );
     } catch (err) {
       // undici refuses some requests up front (a header value it rejects): nothing was sent.
-      call.onResponseError(undefined as never, err as Error);
+      forwarded.onResponseError(undefined as never, err as Error);
     }
   }
 
@@ -275,11 +291,8 @@ export function createProxyHandler(deps: ProxyDeps) {
     const found = deps.auth.authenticateToken(key.token);
     const invalid = 'invalid service key: unknown, revoked, expired or malformed';
     if (found === undefined) return unauthorized(res, slug, invalid);
-    if (!(found instanceof Promise)) return forward(req, res, url, end, slug, found, key.viaMeterKey, arrivedAt);
-    return found.then((principal) =>
-      principal
-        ? forward(req, res, url, end, slug, principal, key.viaMeterKey, arrivedAt)
-        : unauthorized(res, slug, invalid),
-    );
+    const arrival: Arrival = { req, res, url, slugEnd: end, slug, viaMeterKey: key.viaMeterKey, arrivedAt };
+    if (!(found instanceof Promise)) return forward(arrival, found);
+    return found.then((principal) => (principal ? forward(arrival, principal) : unauthorized(res, slug, invalid)));
   };
 }

@@ -4,9 +4,8 @@
  * or keys; the organisation's results (meter's side summed over every account) only when it is
  * the store's one account, so no account reads another's spend.
  */
-import { money, type JsonValue as ApiJson } from '../analytics/json.js';
 import type { ParamResult } from '../analytics/params.js';
-import { RawNumber, type JsonValue } from '../budget/json.js';
+import { money, RawNumber, type JsonValue } from '../money.js';
 import type { Queryable } from '../store/types.js';
 import { storedJson } from './json.js';
 import { readResults } from './store.js';
@@ -46,7 +45,7 @@ const nextMonth = (month: string) => {
 };
 
 /** Budget-style JSON (exact numbers) to the analytics writer's. */
-function toApi(v: JsonValue): ApiJson {
+function toApi(v: JsonValue): JsonValue {
   if (v instanceof RawNumber) return money(v.text);
   if (Array.isArray(v)) return v.map(toApi);
   if (v !== null && typeof v === 'object')
@@ -62,7 +61,7 @@ export async function reconciliationForAccount(
   db: Queryable,
   accountId: string,
   p: ReconciliationParams,
-): Promise<ApiJson> {
+): Promise<JsonValue> {
   const [row] = await db.query<{ mapped: boolean; accounts: number }>(
     `SELECT EXISTS (SELECT 1 FROM reconcile_mappings WHERE provider = $1 AND account_id = $2::uuid) AS mapped,
             (SELECT count(*)::int FROM accounts) AS accounts`,

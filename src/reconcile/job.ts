@@ -6,11 +6,11 @@
  * organisation and for every mapped account, stores the results, and sends the drift alert.
  */
 import type { Logger } from '../log.js';
-import type { DaemonContext } from '../server/daemon.js';
-import type { Component } from '../server/daemon.js';
+import type { Component, DaemonContext } from '../component.js';
 import type { Db } from '../store/types.js';
 import { fireDrift, monthDrift, passes } from './alert.js';
 import type { RetryOptions } from './http.js';
+import { localStore } from '../admin/client.js';
 import { firstIncompleteDay, runReconciliation, type RunOptions } from './run.js';
 import { lastCompleteRun, listMappings } from './store.js';
 import { RECONCILABLE, type ReconcileProvider } from './types.js';
@@ -59,7 +59,7 @@ export async function reconcileDue(
     ];
     for (const s of scopes) {
       try {
-        const r = await runReconciliation(db, {
+        const r = await runReconciliation(localStore(db), {
           provider,
           account: s.account,
           ...range,

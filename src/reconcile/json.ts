@@ -1,5 +1,5 @@
 /** CONTRACT §7's JSON: money and counts as JSON numbers written from exact decimal text. */
-import { raw, rawOrNull, type JsonValue } from '../budget/json.js';
+import { raw, rawOrNull, type JsonValue } from '../money.js';
 import { amountToUnits, formatUnits, percentOf, Usd } from './amount.js';
 import type { ResultRow } from './store.js';
 import type { Figures, Reconciliation } from './types.js';

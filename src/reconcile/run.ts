@@ -5,10 +5,9 @@
  * CLI on an embedded store held by a daemon works the same way. The admin key stays in this
  * process: it is sent to the provider and nowhere else.
  */
-import { adminCall } from '../admin/client.js';
+import type { AdminPort } from '../admin/client.js';
 import type { Config } from '../config.js';
 import { providers } from '../providers/index.js';
-import type { Db } from '../store/types.js';
 import { amountToUnits, formatUnits, Usd } from './amount.js';
 import { fetchAnthropicReport } from './anthropic.js';
 import { reconcile } from './compare.js';
@@ -76,10 +75,10 @@ const units = (text: string) => amountToUnits(text) ?? 0n;
 /** The first day whose figures are not final yet (today, or yesterday within SETTLE_MS of midnight). */
 export const firstIncompleteDay = (now: Date) => new Date(now.getTime() - SETTLE_MS).toISOString().slice(0, 10);
 
-export async function runReconciliation(db: Db, opts: RunOptions): Promise<Reconciliation> {
+export async function runReconciliation(store: AdminPort, opts: RunOptions): Promise<Reconciliation> {
   const now = opts.now ?? new Date();
   const api = adminApi(opts.provider, opts.config, opts.retry);
-  const mappings = await adminCall(db, 'reconcile.mappings', { provider: opts.provider });
+  const mappings = await store.call('reconcile.mappings', { provider: opts.provider });
   let account: { id: string; name: string } | undefined;
   if (opts.account !== undefined) {
     const m = mappings.find((x) => x.account === opts.account);
@@ -96,7 +95,7 @@ export async function runReconciliation(db: Db, opts: RunOptions): Promise<Recon
       opts.provider === 'openai'
         ? await fetchOpenAIReport(api, opts.from, opts.to, { costByApiKey: mappings.some((m) => m.kind === 'api_key') })
         : await fetchAnthropicReport(api, opts.from, opts.to);
-    const meterRows = await adminCall(db, 'reconcile.meter', {
+    const meterRows = await store.call('reconcile.meter', {
       provider: opts.provider,
       from: opts.from,
       to: opts.to,
@@ -127,7 +126,7 @@ export async function runReconciliation(db: Db, opts: RunOptions): Promise<Recon
       to: opts.to,
       firstIncompleteDay: firstIncompleteDay(now),
     });
-    await adminCall(db, 'reconcile.save', {
+    await store.call('reconcile.save', {
       provider: opts.provider,
       scope,
       from: opts.from,
@@ -139,14 +138,16 @@ export async function runReconciliation(db: Db, opts: RunOptions): Promise<Recon
   } catch (err) {
     if (err instanceof ProviderApiError) {
       // Best effort: the failure is on record; nothing from this run is stored as complete.
-      await adminCall(db, 'reconcile.failed', {
-        provider: opts.provider,
-        scope,
-        from: opts.from,
-        to: opts.to,
-        startedAt,
-        error: err.message,
-      }).catch(() => {});
+      await store
+        .call('reconcile.failed', {
+          provider: opts.provider,
+          scope,
+          from: opts.from,
+          to: opts.to,
+          startedAt,
+          error: err.message,
+        })
+        .catch(() => {});
     }
     throw err;
   }

@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Component, Compose, DaemonContext, Handler } from '../component.js';
 import type { Config } from '../config.js';
+import { MeterError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { settlesWithin } from '../periodic.js';
 import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
 import { DaemonMetrics } from '../metrics/registry.js';
 import { describeStore, type Store } from '../store/index.js';
@@ -18,26 +21,6 @@ export const DRAIN_LIMIT_MS = 30_000;
 export const STOP_LIMIT_MS = 12_000;
 export const STORE_CLOSE_LIMIT_MS = 3_000;
 
-export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
-
-/** A part of the daemon with a lifetime: started after the store opens, stopped in reverse
- *  order on shutdown (after the server has drained its in-flight requests). */
-export interface Component {
-  name: string;
-  /** Routes it serves, by path prefix (e.g. `/proxy/`). */
-  routes?: Record<string, Handler>;
-  start?(): Promise<void> | void;
-  stop?(): Promise<void> | void;
-}
-
-export interface DaemonContext {
-  config: Readonly<Config>;
-  logger: Logger;
-  store: Store;
-  /** Where components register what /metrics reports (read at scrape time). */
-  metrics: DaemonMetrics;
-}
-
 export interface Daemon {
   url: string;
   /** Where /metrics is served (the daemon's port, or METER_METRICS_PORT's listener). */
@@ -47,19 +30,18 @@ export interface Daemon {
   close(): Promise<void>;
 }
 
-/** Components of the daemon, in start order. Each feature adds its own here. */
-export type ComponentFactory = (ctx: DaemonContext) => Component | Promise<Component>;
-
 export async function startDaemon(
   config: Readonly<Config>,
   logger: Logger,
-  factories: ComponentFactory[] = [],
+  /** Builds and starts the daemon's components (src/server/components.ts); default none. */
+  compose: Compose = async () => {},
   /** `signal`: a stop asked for while starting (meter start's SIGTERM): ends a wait for the
    *  database at once, or stops right after what is under way (migrations) ends. */
   opts: { signal?: AbortSignal } = {},
 ): Promise<Daemon> {
   const { limits } = config;
   /** Set once the store is open and every component started; until then only the probes answer. */
+  // eslint-disable-next-line prefer-const -- set once, after the handler that reads it exists
   let ready: { store: Store; metrics: DaemonMetrics; routes: [string, Handler][] } | undefined;
   const startup = { reason: 'opening the store' };
   // Not async: a proxied call is answered without a promise of its own per request.
@@ -116,7 +98,8 @@ export async function startDaemon(
     res.on('close', () => open.delete(res)); // a response closes once
   };
   const failed = (res: ServerResponse, err: Error) => {
-    logger.error({ err: { message: err.message, stack: err.stack } }, 'request failed');
+    if (err instanceof MeterError) return sendError(res, err.status, err.code, err.message);
+    logger.error({ err }, 'request failed');
     sendError(res, 500, 'internal_error', 'internal error in meter');
   };
 
@@ -163,7 +146,7 @@ export async function startDaemon(
   const { store, metrics, components, routes } = await openAndStart(
     config,
     logger,
-    factories,
+    compose,
     opts.signal,
     startup,
   ).catch(async (err: unknown) => {
@@ -237,7 +220,7 @@ export async function startDaemon(
             if (!(await settlesWithin(c.stop?.(), STOP_LIMIT_MS)))
               logger.warn({ afterMs: STOP_LIMIT_MS }, `${c.name} did not stop in time; going on`);
           } catch (err) {
-            logger.error({ err: { message: (err as Error).message } }, `stopping ${c.name} failed`);
+            logger.error({ err }, `stopping ${c.name} failed`);
           }
         }
         await admin?.close();
@@ -261,7 +244,7 @@ export async function startDaemon(
 async function openAndStart(
   config: Readonly<Config>,
   logger: Logger,
-  factories: ComponentFactory[],
+  compose: Compose,
   signal: AbortSignal | undefined,
   startup: { reason: string },
 ): Promise<{ store: Store; metrics: DaemonMetrics; components: Component[]; routes: [string, Handler][] }> {
@@ -277,13 +260,14 @@ async function openAndStart(
   const ctx: DaemonContext = { config, logger, store, metrics };
   const components: Component[] = [];
   const routes: [string, Handler][] = [];
+  const start = async <C extends Component>(component: C): Promise<C> => {
+    await component.start?.();
+    components.push(component);
+    for (const [prefix, handler] of Object.entries(component.routes ?? {})) routes.push([prefix, handler]);
+    return component;
+  };
   try {
-    for (const factory of factories) {
-      const component = await factory(ctx);
-      await component.start?.();
-      components.push(component);
-      for (const [prefix, handler] of Object.entries(component.routes ?? {})) routes.push([prefix, handler]);
-    }
+    await compose(ctx, start);
   } catch (err) {
     for (const c of components.reverse()) await c.stop?.();
     await store.close();
@@ -302,17 +286,6 @@ function answerWhileStarting(req: IncomingMessage, res: ServerResponse, reason: 
   sendError(res, 503, 'starting', `meter is starting (${reason}): retry shortly`, { headers: { 'retry-after': 1 } });
 }
 
-/** Whether `p` settled within `ms` (it rejects as it would); the timer never outlives it. */
-async function settlesWithin(p: Promise<unknown> | unknown, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([Promise.resolve(p).then(() => true as const), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Whether the store answers (one short query per scrape), and what this daemon runs on. */
 function registerDaemonMetrics(metrics: DaemonMetrics, store: Store): void {
   metrics.gauge(
@@ -320,11 +293,12 @@ function registerDaemonMetrics(metrics: DaemonMetrics, store: Store): void {
     'Whether the store answered a query at scrape time (1) or not (0)',
     ['store'],
     async (emit) => {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 2_000)));
-      const up = await Promise.race([store.ping(), timeout]);
-      clearTimeout(timer);
-      emit({ store: store.kind }, up ? 1 : 0);
+      let up = false;
+      const answered = await settlesWithin(
+        store.ping().then((ok) => (up = ok)),
+        2_000,
+      );
+      emit({ store: store.kind }, answered && up ? 1 : 0);
     },
   );
 }

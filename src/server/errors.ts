@@ -1,29 +1,8 @@
 import type { ServerResponse } from 'node:http';
 
-export type ErrorCode =
-  | 'invalid_tags'
-  | 'invalid_parameter'
-  | 'invalid_api_key'
-  | 'budget_exceeded'
-  | 'plan_required'
-  | 'unknown_provider'
-  | 'not_found'
-  | 'rate_limited'
-  | 'quota_exceeded'
-  | 'upstream_unreachable'
-  | 'upstream_timeout'
-  | 'method_not_allowed'
-  | 'internal_error'
-  | 'forbidden'
-  // Limits of the daemon's port (README "Security").
-  | 'invalid_path'
-  | 'request_too_large'
-  | 'headers_too_large'
-  | 'request_timeout'
-  | 'bad_request'
-  | 'overloaded'
-  // The daemon listens before its store is open (/healthz answers at once).
-  | 'starting';
+import type { ErrorCode } from '../errors.js';
+
+export type { ErrorCode } from '../errors.js';
 
 const TYPES: Record<number, string> = {
   400: 'invalid_request_error',

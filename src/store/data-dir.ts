@@ -1,13 +1,14 @@
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { MeterError } from '../errors.js';
 
 /** The data directory (--data-dir / METER_DATA_DIR) cannot be used: the message says why and
  *  names the setting; `exitCode` 2 when the value itself is wrong (a file is in the way), else 1. */
-export class DataDirError extends Error {
+export class DataDirError extends MeterError {
   override name = 'DataDirError';
   constructor(
     message: string,
-    readonly exitCode: 1 | 2,
+    override readonly exitCode: 1 | 2,
   ) {
     super(message);
   }

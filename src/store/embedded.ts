@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { usableTemplate } from './embedded-template.js';
-import type { AdminAddress } from '../admin/server.js';
+import type { AdminAddress } from './lockfile.js';
 import { acquireLock } from './lockfile.js';
 import type { Db, Queryable, QueryOptions } from './types.js';
 

@@ -1,9 +1,8 @@
 import { maskUrl, type Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { openEmbedded } from './embedded.js';
-import { StoreLockedError } from './lockfile.js';
+import type { AdminAddress } from './lockfile.js';
 import { migrate, migrateLocked, MIGRATE_LOCK } from './migrate.js';
-import type { AdminAddress } from '../admin/server.js';
 import { chooseMode, describeServer, inTimescaleMode } from './timescale/mode.js';
 import type { Db } from './types.js';
 
@@ -71,20 +70,4 @@ export async function describeStore(db: Store): Promise<Record<string, string>> 
   if (db.kind === 'embedded') return { store: 'embedded' };
   const { postgresql, timescaledb } = await describeServer(db);
   return { store: db.kind, postgresql, ...(timescaledb ? { timescaledb } : {}) };
-}
-
-/** For CLI commands: like openStore, but when a live daemon holds the embedded store, its
- *  admin API is used instead (that daemon has applied the migrations). */
-export async function openStoreForCli(config: StoreConfig): Promise<Store> {
-  try {
-    return await openStore(config);
-  } catch (err) {
-    const owner = err instanceof StoreLockedError ? err.owner : undefined;
-    if (owner?.adminToken && (owner.adminSocket || owner.adminUrl)) {
-      // Loaded only here: the CLI's way in while a daemon holds the store.
-      const { openRemote } = await import('../admin/client.js');
-      return openRemote({ socket: owner.adminSocket, url: owner.adminUrl, token: owner.adminToken });
-    }
-    throw err;
-  }
 }

@@ -14,6 +14,15 @@ export interface LockInfo {
   adminToken?: string;
 }
 
+/** Where CLI commands reach the admin API: written to the 0600 lock file with the token. */
+export interface AdminAddress {
+  /** The Unix socket `meter.sock` in METER_DATA_DIR (mode 0600). */
+  socket?: string;
+  /** Only when the socket path is too long for the OS: http://127.0.0.1:<random port>. */
+  url?: string;
+  token: string;
+}
+
 export class StoreLockedError extends Error {
   override name = 'StoreLockedError';
   constructor(

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { maskUrl } from '../config.js';
 import type { Logger } from '../log.js';
 import { openStore, type Store, type StoreConfig } from './index.js';
@@ -73,14 +74,5 @@ export async function openStoreWhenUp(
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
+/** Resolves after `ms`, or at once when `signal` aborts. */
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> => delay(ms, undefined, { signal }).catch(() => {});

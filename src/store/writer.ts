@@ -1,8 +1,10 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
+import { settlesWithin } from '../periodic.js';
 import type { UsageEvent } from '../metering/event.js';
 import type { EventSink } from '../metering/types.js';
-import type { Component } from '../server/daemon.js';
+import type { Component } from '../component.js';
 import { insertJson, isDataError } from './event-batch.js';
 import { lineOf, slice, type EventRun } from './event-run.js';
 import { Spool, type SpoolStats } from './spool.js';
@@ -93,10 +95,7 @@ export class EventWriter implements EventSink, Component {
       this.spool.push(event);
     } catch (err) {
       // Only an unserialisable event can get here (a bug): say so loudly rather than crash.
-      this.log.error(
-        { err: { message: (err as Error).message }, eventId: event?.id },
-        'usage event could not be spooled',
-      );
+      this.log.error({ err, eventId: event?.id }, 'usage event could not be spooled');
       return;
     }
     // A full batch kicks a ship only when one can start: while a statement runs (or the database
@@ -139,7 +138,7 @@ export class EventWriter implements EventSink, Component {
       this.tick();
     }
     for (;;) {
-      if (this.shipping) await within(this.shipping, left());
+      if (this.shipping) await settlesWithin(this.shipping, Math.max(0, left()));
       if (this.spool.backlog === 0 || left() <= 0) break;
       await sleep(Math.min(this.failures > 0 ? this.backoff() : 5, left()));
       this.retryAt = 0;
@@ -311,12 +310,4 @@ function describe(err: unknown): string {
   return e?.code ? `${e.code}: ${e.message}` : String(e?.message ?? err);
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
-
-/** Waits for `p` at most `ms`; the timer is cleared either way (a pending one would keep the
- *  process alive after stop). */
-async function within(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
-  clearTimeout(timer);
-}
+const sleep = (ms: number) => delay(Math.max(0, ms));

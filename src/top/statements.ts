@@ -133,3 +133,9 @@ export function checkParams(statement: NamedStatement, params: readonly unknown[
   const bad = statement.params.findIndex((kind, i) => !CHECKS[kind](params[i]));
   return bad < 0 ? undefined : `parameter $${bad + 1} must be a ${statement.params[bad]}`;
 }
+
+/** Where top's statements run: only the named ones above (a connection, or a daemon's admin API). */
+export interface TopSource {
+  run<T>(name: TopStatementName, params: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}

@@ -21,7 +21,9 @@ describeEachBackend('analytics in the daemon', (backend) => {
       METER_KEY_REFRESH_MS: '100',
       ...(store.databaseUrl ? { DATABASE_URL: store.databaseUrl } : {}),
     });
-    daemon = await startDaemon(config, createLogger('silent'), [analyticsComponent]);
+    daemon = await startDaemon(config, createLogger('silent'), async (ctx, start) =>
+      start(await analyticsComponent(ctx)),
+    );
   });
   afterAll(() => daemon?.close());
 

@@ -4,7 +4,7 @@
  * the raw events sum to, digit for digit. Expected values are computed here with BigInt.
  */
 import { beforeAll, expect, it } from 'vitest';
-import { addDays, currentMonth, currentPeriod, dailyWindow, type Period } from '../../src/analytics/calendar.js';
+import { addDays, currentMonth, currentPeriod, dailyWindow, type Period } from '../../src/calendar.js';
 import type { UsageEvent } from '../../src/metering/event.js';
 import type { ProviderSlug } from '../../src/providers/types.js';
 import { refreshAggregates } from '../../src/store/timescale/maintenance.js';

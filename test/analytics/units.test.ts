@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { currentMonth, currentPeriod, dailyWindow } from '../../src/analytics/calendar.js';
+import { currentMonth, currentPeriod, dailyWindow } from '../../src/calendar.js';
 import { decodeCursor, encodeCursor } from '../../src/analytics/cursor.js';
-import { integer, money, toJson } from '../../src/analytics/json.js';
+import { integer, money, stringifyJson } from '../../src/money.js';
 
 describe('exact JSON numbers', () => {
   it('writes decimals verbatim, trimming trailing zeros', () => {
-    expect(toJson({ a: money('0.10000000'), b: money('12.00000000'), c: money('0'), d: money('-0.00000000') })).toBe(
-      '{"a":0.1,"b":12,"c":0,"d":0}',
-    );
-    expect(toJson([money('123456789012.30000001'), integer('9007199254740993'), integer('42.0')])).toBe(
+    expect(
+      stringifyJson({ a: money('0.10000000'), b: money('12.00000000'), c: money('0'), d: money('-0.00000000') }),
+    ).toBe('{"a":0.1,"b":12,"c":0,"d":0}');
+    expect(stringifyJson([money('123456789012.30000001'), integer('9007199254740993'), integer('42.0')])).toBe(
       '[123456789012.30000001,9007199254740993,42]',
     );
-    expect(toJson({ s: 'x"y', n: null, t: true, f: 1.5, nested: { arr: [] } })).toBe(
+    expect(stringifyJson({ s: 'x"y', n: null, t: true, f: 1.5, nested: { arr: [] } })).toBe(
       '{"s":"x\\"y","n":null,"t":true,"f":1.5,"nested":{"arr":[]}}',
     );
   });

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { describe, expect, it, vi } from 'vitest';
 import { setBudget } from '../../src/budget/admin.js';
-import { formatUnits, toUnits } from '../../src/budget/money.js';
+import { formatUnits, toUnits } from '../../src/money.js';
 import { BudgetMonitor } from '../../src/budget/monitor.js';
 import { eventually, openaiVia, startFleet } from '../helpers/fleet.js';
 import { postgresUrl } from '../helpers/stores.js';

@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
 import { setBudget } from '../../src/budget/admin.js';
-import { toUnits } from '../../src/budget/money.js';
+import { toUnits } from '../../src/money.js';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { migrate } from '../../src/store/index.js';
 import { openPostgres } from '../../src/store/postgres.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { HardCap, maxOutputTokens, DEFAULT_WORST_OUTPUT_TOKENS } from '../../src/budget/hard-cap.js';
 import type { BudgetSnapshot } from '../../src/budget/monitor.js';
-import { toUnits } from '../../src/budget/money.js';
+import { toUnits } from '../../src/money.js';
 import { Pricer } from '../../src/pricing/index.js';
 
 const pricer = new Pricer();
@@ -62,7 +62,7 @@ describe('hard cap', () => {
     expect(cap.worstCase(c)).toBe(expected);
     // Without max_tokens: the model's context window bounds the output.
     const open = call('2', body());
-    expect(cap.worstCase(open)).toBeGreaterThan(cap.worstCase(c));
+    expect(cap.worstCase(open)).toBeGreaterThan(cap.worstCase(c)!);
     expect(DEFAULT_WORST_OUTPUT_TOKENS).toBeGreaterThan(0);
   });
 

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { HardCap } from '../../src/budget/hard-cap.js';
-import { toUnits } from '../../src/budget/money.js';
+import { toUnits } from '../../src/money.js';
 import { BudgetMonitor } from '../../src/budget/monitor.js';
 import { uuidv7 } from '../../src/metering/ids.js';
 import { Pricer } from '../../src/pricing/index.js';

@@ -3,7 +3,8 @@ import { createAlertDeliverer } from '../../src/alerts/index.js';
 import { createBudgetMonitor } from '../../src/budget/index.js';
 import { BudgetMonitor } from '../../src/budget/monitor.js';
 import { loadConfig } from '../../src/config.js';
-import { startDaemon, type ComponentFactory, type Daemon } from '../../src/server/daemon.js';
+import type { Compose } from '../../src/component.js';
+import { startDaemon, type Daemon } from '../../src/server/daemon.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { httpReceiver, waitFor, type HttpReceiver } from '../alerts/helpers/receivers.js';
@@ -23,10 +24,10 @@ describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one Postgr
       METER_DATA_DIR: tempDir(),
     });
     // The daemon's own two components, with a fast outbox poll; nothing else is needed here.
-    const factories: ComponentFactory[] = [
-      (ctx) => createBudgetMonitor(ctx),
-      (ctx) => createAlertDeliverer(ctx, { pollMs: 20 }),
-    ];
+    const factories: Compose = async (ctx, start) => {
+      await start(createBudgetMonitor(ctx));
+      await start(createAlertDeliverer(ctx, { pollMs: 20 }));
+    };
     const daemons: Daemon[] = [];
     const db = openPostgres(databaseUrl);
     try {

@@ -24,7 +24,9 @@ describe('meter accounts and keys through a running daemon on the embedded store
       METER_KEY_REFRESH_MS: '200',
       METER_UPSTREAM_OPENAI: `${fake.origin}/v1`,
     });
-    daemon = await startDaemon(config, pino({ level: 'silent' }), [proxyComponent()]);
+    daemon = await startDaemon(config, pino({ level: 'silent' }), async (ctx, start) =>
+      start(await proxyComponent(ctx)),
+    );
   });
   afterAll(() => daemon?.close());
 

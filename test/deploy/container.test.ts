@@ -1,4 +1,4 @@
-import ignore from '@balena/dockerignore';
+import dockerignoreModule from '@balena/dockerignore';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
@@ -27,6 +27,8 @@ import { ensureBuilt } from '../helpers/daemon.js';
  * production dependencies only — starts as the `node` user on a data directory owned like the
  * image's, answers its HEALTHCHECK, serves the CLI and stops cleanly on SIGTERM.
  */
+// The package is CommonJS (module.exports = the factory) while its types declare a default export.
+const ignore = dockerignoreModule as unknown as typeof dockerignoreModule.default;
 const read = (file: string) => readFileSync(join(packageRoot, file), 'utf8');
 const dockerfile = DockerfileParser.parse(read('Dockerfile'));
 const dockerignore = ignore().add(read('.dockerignore'));

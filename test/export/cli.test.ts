@@ -129,7 +129,7 @@ describe('meter export through a daemon that holds the embedded store', () => {
   beforeAll(async () => {
     dir = tempDirAtFileEnd();
     env = { DATABASE_URL: '', METER_DATA_DIR: dir };
-    daemon = await startDaemon(loadConfig({ METER_PORT: '0', METER_DATA_DIR: dir }), pino({ level: 'silent' }), []);
+    daemon = await startDaemon(loadConfig({ METER_PORT: '0', METER_DATA_DIR: dir }), pino({ level: 'silent' }));
     expect((await runCli(['accounts', 'create', 'acme', '--plan', 'pro'], env)).code).toBe(0);
     await seedEvents(daemon.store, events(await accountId(daemon.store, 'acme')));
   }, 120_000);

@@ -30,6 +30,7 @@ export async function startProxyDaemon(
     env?: Record<string, string>;
     metering?: Metering;
     admission?: ProxyOptions['admission'];
+    hardCap?: ProxyOptions['hardCap'];
     databaseUrl?: string;
   } = {},
 ): Promise<ProxyDaemon> {
@@ -45,9 +46,9 @@ export async function startProxyDaemon(
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
   for (const [slug, url] of Object.entries(opts.upstreams ?? {})) env[`METER_UPSTREAM_${slug.toUpperCase()}`] = url;
   const config = loadConfig(env);
-  const daemon = await startDaemon(config, pino({ level: 'silent' }), [
-    proxyComponent({ metering: opts.metering, admission: opts.admission }),
-  ]);
+  const daemon = await startDaemon(config, pino({ level: 'silent' }), async (ctx, start) =>
+    start(await proxyComponent(ctx, { metering: opts.metering, admission: opts.admission, hardCap: opts.hardCap })),
+  );
   atFileEnd(() => daemon.close());
   const account = `acct${++accounts}-${process.pid}`;
   await createAccount(daemon.store, account, 'pro');

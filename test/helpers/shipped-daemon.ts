@@ -1,8 +1,8 @@
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { meteringComponent, meteringFor, type MeteringSetup } from '../../src/metering/index.js';
-import { components } from '../../src/server/components.js';
-import { startDaemon, type ComponentFactory, type Daemon } from '../../src/server/daemon.js';
+import type { MeteringSetup } from '../../src/metering/index.js';
+import { composeDaemon } from '../../src/server/components.js';
+import { startDaemon, type Daemon } from '../../src/server/daemon.js';
 
 /**
  * The daemon as shipped (src/server/components.ts), in this process, on a free port, writing
@@ -22,10 +22,9 @@ export async function startShippedDaemon(
     ...env,
   });
   let setup: MeteringSetup | undefined;
-  const factories: ComponentFactory[] = components.map((f) =>
-    f === meteringComponent ? (ctx) => (setup = meteringFor(ctx)).component : f,
-  );
-  const daemon = await startDaemon(config, pino({ level: 'silent' }), factories);
-  if (!setup) throw new Error('the shipped components no longer include the metering component');
+  const daemon = await startDaemon(config, pino({ level: 'silent' }), async (ctx, start) => {
+    setup = (await composeDaemon(ctx, start)).metering;
+  });
+  if (!setup) throw new Error('the shipped daemon was not composed');
   return { daemon, setup };
 }

@@ -29,7 +29,7 @@ export interface Receiver {
   endpoint: string;
   spans: ReceivedSpan[];
   /** Every data point seen: metric name, its attributes, and the point as sent. */
-  points: { metric: string; attributes: Record<string, string | number | boolean>; point: any }[];
+  points: { metric: string; attributes: Record<string, string | number | boolean>; point: unknown }[];
   close(): Promise<void>;
 }
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Admissions } from '../../src/plans/admission.js';
 import { PlanBook } from '../../src/plans/plans.js';
-import { monthBounds, QuotaTracker } from '../../src/plans/quota.js';
+import { windowBounds } from '../../src/calendar.js';
+import { QuotaTracker } from '../../src/plans/quota.js';
 import { RateLimiter } from '../../src/plans/rate-limit.js';
 import type { Db } from '../../src/store/types.js';
 import { describeEachBackend } from '../helpers/stores.js';
@@ -71,7 +72,7 @@ describeEachBackend('plans against the store', (backend) => {
     await db.query(`UPDATE plans SET monthly_call_quota = 10 WHERE name = 'free'`);
     const now = Date.now();
     const today = new Date(now).toISOString().slice(0, 10);
-    const lastMonth = new Date(monthBounds(now).start - 86_400_000).toISOString().slice(0, 10);
+    const lastMonth = new Date(windowBounds('month', now).start - 86_400_000).toISOString().slice(0, 10);
     await seedCalls(free, 7, today); // written by other sidecars this month
     await seedCalls(free, 500, lastMonth); // last month does not count
     const q = new QuotaTracker();
@@ -125,7 +126,7 @@ describeEachBackend('plans against the store', (backend) => {
     expect(refused).toMatchObject({ ok: false, status: 429, code: 'quota_exceeded' });
     expect(refused.headers['ratelimit-limit']).toBe('100');
     const retry = Number(refused.headers['retry-after']);
-    expect(retry).toBe(Math.ceil((monthBounds(now).next - now) / 1000));
+    expect(retry).toBe(Math.ceil((windowBounds('month', now).end - now) / 1000));
     expect(refused.ok === false && refused.message).toMatch(/monthly quota of 12 proxied calls on the free plan/);
     expect(adm.admit({ ...who, plan: 'pro' }, { now }).ok).toBe(true); // the principal carries the new plan
 

@@ -6,6 +6,7 @@
 import { describe, it, expect } from 'vitest';
 import { calcPrice, findProvider } from '@pydantic/genai-prices';
 import { CATALOGUE_PROVIDER_ID, Pricer, PRICE_CLASSES, priceTable } from '../../src/pricing/index.js';
+import type { PriceClass } from '../../src/pricing/units.js';
 import { PROVIDER_SLUGS } from '../../src/providers/types.js';
 import { usage } from './helpers.js';
 
@@ -46,7 +47,8 @@ describe('agreement with the catalogue', () => {
         }
         expect(mine.matched_model).toBe(model.id);
         for (const cls of PRICE_CLASSES) {
-          const v = theirs.model_price[KEYS[cls]];
+          const key = (KEYS as Partial<Record<PriceClass, (typeof KEYS)[keyof typeof KEYS]>>)[cls];
+          const v = key === undefined ? undefined : theirs.model_price[key];
           const row = mine.prices.find((r) => r.class === cls);
           if (v === undefined) {
             // no price of its own: billed as its parent class, or absent

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, it, expect } from 'vitest';
-import { Pricer, PricesFileError } from '../../src/pricing/index.js';
+import { Pricer } from '../../src/pricing/index.js';
 import { usage, tempFile, T } from './helpers.js';
 
 const NOON = T('2025-09-01T12:00:00Z');

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, expect, it } from 'vitest';
 import { summary } from '../../src/analytics/rollup-queries.js';
-import { toJson } from '../../src/analytics/json.js';
+import { stringifyJson } from '../../src/money.js';
 import { Pricer } from '../../src/pricing/index.js';
 import { repriceUnpriced } from '../../src/pricing/reprice.js';
 import type { Db } from '../../src/store/types.js';
@@ -80,7 +80,7 @@ describeEachBackend(
 
     /** The summary as a client reads it (numbers as their exact text). */
     const summaryOf = async (now: Date) =>
-      JSON.parse(toJson(await summary(db, account, now)).replace(/:(-?[0-9][0-9.]*)/g, ':"$1"')) as Record<
+      JSON.parse(stringifyJson(await summary(db, account, now)).replace(/:(-?[0-9][0-9.]*)/g, ':"$1"')) as Record<
         string,
         unknown
       >;

@@ -31,7 +31,7 @@ let fake: FakeUpstream;
 let proxy: ProxyDaemon;
 beforeAll(async () => {
   fake = await startFakeUpstream();
-  proxy = await startProxyDaemon({ upstreams: { openai: `${fake.origin}/v1` }, admission: () => new TwoCallsPerKey() });
+  proxy = await startProxyDaemon({ upstreams: { openai: `${fake.origin}/v1` }, admission: new TwoCallsPerKey() });
 });
 
 it('admission headers go on proxied responses; a refusal is answered without calling the provider', async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.js';
 import type { Db } from '../../src/store/types.js';
 import { makeEvent, seedEvents } from '../analytics/helpers/seed.js';
@@ -21,8 +21,11 @@ async function createAccount(db: Db, name: string): Promise<{ id: string }> {
   return row!;
 }
 
-async function withStore<T>(config: { databaseUrl?: string; dataDir: string }, fn: (db: Db) => Promise<T>): Promise<T> {
-  const db = await openStore(config);
+async function withStore<T>(
+  config: { databaseUrl?: string | undefined; dataDir: string },
+  fn: (db: Db) => Promise<T>,
+): Promise<T> {
+  const db = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     return await fn(db);
   } finally {
@@ -121,7 +124,7 @@ describeEachBackend('meter reconcile', (backend) => {
             events.push(
               makeEvent({
                 accountId: acme.id,
-                time: at(day),
+                time: at(day).toISOString(),
                 model: 'gpt-4o-2024-08-06',
                 inputTokens: 200,
                 cachedInputTokens: 50,
@@ -133,7 +136,7 @@ describeEachBackend('meter reconcile', (backend) => {
         events.push(
           makeEvent({
             accountId: acme.id,
-            time: at('2026-02-02'),
+            time: at('2026-02-02').toISOString(),
             model: 'gpt-4o-mini',
             status: 500,
             usageSource: 'none',
@@ -145,7 +148,7 @@ describeEachBackend('meter reconcile', (backend) => {
         events.push(
           makeEvent({
             accountId: acme.id,
-            time: at('2026-02-02'),
+            time: at('2026-02-02').toISOString(),
             model: 'gpt-4o-mini',
             usageSource: 'estimated',
             inputTokens: 50,
@@ -318,7 +321,7 @@ describeEachBackend('meter reconcile', (backend) => {
           Array.from({ length: 10 }, () =>
             makeEvent({
               accountId: acme.id,
-              time: at('2026-02-03'),
+              time: at('2026-02-03').toISOString(),
               model: 'gpt-4o-2024-08-06',
               inputTokens: 200,
               cachedInputTokens: 50,

@@ -54,7 +54,7 @@ describeEachBackend('reconciliation in the daemon', (backend) => {
         amount: { value: 0.4, currency: 'usd' },
       },
     ];
-    const seed = await openStore(store);
+    const seed = await openStore({ databaseUrl: store.databaseUrl, dataDir: store.dataDir });
     try {
       await createAccount(seed, 'acme', 'pro');
       serviceKey = (await createKey(seed, 'acme')).key;
@@ -70,7 +70,7 @@ describeEachBackend('reconciliation in the daemon', (backend) => {
         Array.from({ length: 10 }, () =>
           makeEvent({
             accountId: id,
-            time: new Date('2026-02-02T12:00:00Z'),
+            time: new Date('2026-02-02T12:00:00Z').toISOString(),
             model: 'gpt-4o-2024-08-06',
             inputTokens: 200,
             cachedInputTokens: 50,
@@ -91,10 +91,10 @@ describeEachBackend('reconciliation in the daemon', (backend) => {
       METER_OPENAI_ADMIN_KEY: KEY,
       ...(store.databaseUrl ? { DATABASE_URL: store.databaseUrl } : {}),
     });
-    daemon = await startDaemon(config, createLogger('silent'), [
-      analyticsComponent,
-      (ctx) => reconcileJob(ctx, { firstCheckMs: 0, now: () => NOW }),
-    ]);
+    daemon = await startDaemon(config, createLogger('silent'), async (ctx, start) => {
+      await start(await analyticsComponent(ctx));
+      await start(reconcileJob(ctx, { firstCheckMs: 0, now: () => NOW }));
+    });
   }, 120_000);
   afterAll(() => daemon?.close());
 
@@ -120,7 +120,7 @@ describeEachBackend('reconciliation in the daemon', (backend) => {
         headers: { authorization: `Bearer ${serviceKey}` },
       });
       expect(res.status).toBe(200);
-      const body = await res.json();
+      const body = (await res.json()) as { days: unknown[]; findings: { kind: string }[] } & Record<string, unknown>;
       // acme is the store's one account: it sees the organisation's results.
       expect(body).toMatchObject({
         provider: 'openai',
@@ -143,7 +143,9 @@ describeEachBackend('reconciliation in the daemon', (backend) => {
         headers: { authorization: `Bearer ${serviceKey}` },
       });
       expect(bad.status).toBe(400);
-      expect((await bad.json()).error.message).toContain('provider must be one of openai, anthropic');
+      expect(((await bad.json()) as { error: { message: string } }).error.message).toContain(
+        'provider must be one of openai, anthropic',
+      );
 
       const metrics = await (await fetch(daemon.metricsUrl)).text();
       expect(metrics).toMatch(/^meter_reconciliation_diff_pct\{provider="openai"\} -22\.5$/m);

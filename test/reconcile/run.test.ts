@@ -1,6 +1,7 @@
 /** One run against the real store (both back-ends), Anthropic's shapes: the results stored, a
  *  429 then success, and a run that fails part-way leaving the earlier results in place. */
 import { expect, it } from 'vitest';
+import { localStore } from '../../src/admin/client.js';
 import { runReconciliation } from '../../src/reconcile/run.js';
 import { Secret } from '../../src/reconcile/secret.js';
 import { readResults } from '../../src/reconcile/store.js';
@@ -27,7 +28,7 @@ describeEachBackend('a reconciliation run (Anthropic)', (backend) => {
         Array.from({ length: 3 }, () =>
           makeEvent({
             accountId: id,
-            time: new Date('2026-01-05T10:00:00Z'),
+            time: new Date('2026-01-05T10:00:00Z').toISOString(),
             provider: 'anthropic',
             model: MODEL,
             inputTokens: 500,
@@ -86,7 +87,7 @@ describeEachBackend('a reconciliation run (Anthropic)', (backend) => {
         retry: { firstDelayMs: 1, maxDelayMs: 5 },
       };
 
-      const r = await runReconciliation(db, opts);
+      const r = await runReconciliation(localStore(db), opts);
       expect(r.days).toHaveLength(1);
       expect(r.days[0]!.provider).toEqual({
         requests: null,
@@ -120,7 +121,7 @@ describeEachBackend('a reconciliation run (Anthropic)', (backend) => {
       // results stay those of the last complete run.
       fake.rows['/v1/organizations/usage_report/messages'] = [];
       fake.failures['/v1/organizations/cost_report'] = Array.from({ length: 5 }, () => ({ status: 500 }));
-      await expect(runReconciliation(db, opts)).rejects.toThrow(
+      await expect(runReconciliation(localStore(db), opts)).rejects.toThrow(
         /anthropic \/organizations\/cost_report still failing after 5 attempts \(HTTP 500/,
       );
       expect(await readResults(db, 'anthropic', '', '2026-01-01', '2026-02-01')).toEqual(stored);

@@ -20,6 +20,7 @@ const B_SECRET = 'b-only-value';
 const get = async (who: 'a' | 'b', path: string) => {
   const res = await fetch(`${daemon.url}${path}`, { headers: { authorization: `Bearer ${keys[who]}` } });
   const text = await res.text();
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON, read freely by the tests
   return { status: res.status, text, body: JSON.parse(text) as any };
 };
 

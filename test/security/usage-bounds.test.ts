@@ -84,7 +84,7 @@ describe('absurd usage from a provider', () => {
       // Analytics answers for the day.
       const summary = await fetch(`${daemon.url}/analytics/summary`, { headers: { authorization: `Bearer ${key}` } });
       expect(summary.status).toBe(200);
-      expect((await summary.json()).requests).toBe(5);
+      expect(((await summary.json()) as { requests: number }).requests).toBe(5);
     },
   );
 

@@ -11,8 +11,8 @@ describe('daemon shutdown', () => {
     const config = loadConfig({ METER_PORT: '0', METER_DATA_DIR: tempDir() });
     let release!: () => void;
     let arrived = false;
-    const daemon = await startDaemon(config, pino({ level: 'silent' }), [
-      () => ({
+    const daemon = await startDaemon(config, pino({ level: 'silent' }), (_ctx, start) =>
+      start({
         name: 'slow',
         routes: {
           '/slow': (_req, res) => {
@@ -21,7 +21,7 @@ describe('daemon shutdown', () => {
           },
         },
       }),
-    ]);
+    );
     const { port } = new URL(daemon.url);
     // A connection that never sends a request, and a keep-alive one that went idle.
     const silent = connect(Number(port), '127.0.0.1');
@@ -45,8 +45,8 @@ describe('daemon shutdown', () => {
     let receivedWhileDraining = 0;
     let slowArrivedAt = 0;
     let workInFlight = 0;
-    const daemon = await startDaemon(config, pino({ level: 'silent' }), [
-      () => ({
+    const daemon = await startDaemon(config, pino({ level: 'silent' }), (_ctx, start) =>
+      start({
         name: 'work',
         routes: {
           '/work': (_req, res) => {
@@ -63,7 +63,7 @@ describe('daemon shutdown', () => {
           },
         },
       }),
-    ]);
+    );
     // A keep-alive client at concurrency 8 that goes on sending until the daemon stops answering.
     const agent = new Agent({ connections: 8, keepAliveTimeout: 60_000 });
     const answered: { sentAfterSignal: boolean; connection: string | undefined }[] = [];

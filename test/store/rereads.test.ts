@@ -68,10 +68,10 @@ describeEachBackend('re-reads of an idle daemon', (backend) => {
       store: db,
     });
     await monitor.start();
-    await plans.component.start();
+    await plans.component.start?.();
     stops.push(
       () => monitor.stop(),
-      () => plans.component.stop!(),
+      async () => plans.component.stop?.(),
     );
 
     // Half a second of 20 ms intervals with nothing written.

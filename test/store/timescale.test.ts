@@ -163,7 +163,12 @@ describe('TimescaleDB mode', () => {
     // Per-plan retention is a visibility limit: the free account lists only its last 7 days.
     const listed = async (a: string) =>
       (
-        (await listEvents(db, a, { limit: 100 }, { retentionVisibility: true, now: new Date(now) })) as {
+        (await listEvents(
+          db,
+          a,
+          { limit: 100, cursor: undefined, tag: undefined, from: undefined, to: undefined },
+          { retentionVisibility: true, now: new Date(now) },
+        )) as {
           events: unknown[];
         }
       ).events.length;

@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from 'vitest';
 import { TopData } from '../../cli/top/data.js';
-import { sourceFromDb } from '../../cli/top/source.js';
+import { sourceFromDb } from '../../cli/top-source.js';
 import type { Db } from '../../src/store/types.js';
 import { checkParams, TOP_STATEMENTS } from '../../src/top/statements.js';
 import { makeEvent, seedEvents } from '../analytics/helpers/seed.js';

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { toUnits } from '../../src/budget/money.js';
+import { windowBounds } from '../../src/calendar.js';
+import { toUnits } from '../../src/money.js';
 import {
   bucketsFrom,
   burnPerHour,
   deriveFigures,
   hardCapState,
-  monthEndMs,
   percentile,
   projectMonthEnd,
   spendPerMinute,
@@ -56,7 +56,7 @@ describe('burn rate', () => {
 
 describe('month-end projection', () => {
   it('adds the hourly rate for every hour left in the UTC month', () => {
-    expect(monthEndMs(NOW)).toBe(Date.parse('2026-12-01T00:00:00Z'));
+    expect(windowBounds('month', NOW).end).toBe(Date.parse('2026-12-01T00:00:00Z'));
     // 155.5 hours minus 30 s left: 6 days 11 h 29 min 30 s = 155.491666… h
     const projected = projectMonthEnd(toUnits('100'), toUnits('2'), NOW);
     expect(projected).toBe(toUnits('410.98333333'));

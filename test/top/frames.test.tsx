@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Box } from 'ink';
 import { render } from 'ink-testing-library';
 import { describe, expect, it } from 'vitest';
-import { toUnits } from '../../src/budget/money.js';
+import { toUnits } from '../../src/money.js';
 import { bucketsFrom, deriveFigures, type Figures, type Snapshot, type TopEvent } from '../../cli/top/derive.js';
 import type { FrameState } from '../../cli/top/layout.js';
 import { TopView } from '../../cli/top/view.js';

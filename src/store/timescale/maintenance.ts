@@ -9,6 +9,7 @@
  * - Retention: drop_chunks at the horizon, compression past the shortest plan's retention,
  *   the aggregates' own chunks dropped at the longest rollup retention.
  */
+import { windowBounds } from '../../calendar.js';
 import type { Queryable } from '../types.js';
 
 const DAY = 86_400_000;
@@ -116,8 +117,7 @@ export async function timescaleRetention(db: Queryable, now = Date.now()): Promi
   for (const { chunk } of chunks)
     await db.query('SELECT compress_chunk($1::regclass, if_not_compressed => true)', [chunk]);
 
-  const d = new Date(now);
-  const rollupCutoff = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - h.longestRollupMonths, 1));
+  const rollupCutoff = new Date(windowBounds('month', now, -h.longestRollupMonths).start);
   let droppedAggregateChunks = 0;
   for (const name of await aggregateNames(db)) {
     droppedAggregateChunks += await count(

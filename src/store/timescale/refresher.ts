@@ -1,5 +1,6 @@
 import type { Logger } from '../../log.js';
-import type { Component } from '../../server/daemon.js';
+import { PeriodicTask } from '../../periodic.js';
+import type { Component } from '../../component.js';
 import type { Db, Queryable } from '../types.js';
 import { refreshAggregates } from './maintenance.js';
 
@@ -62,14 +63,11 @@ export function aggregateRefresher(opts: {
   const intervalMs = opts.intervalMs ?? REFRESH_INTERVAL_MS;
   const checkMs = opts.checkMs ?? Math.min(REFRESH_CHECK_MS, intervalMs);
   const refresh = opts.refresh ?? ((conn: Queryable) => refreshAggregates(conn));
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
-  let failing = false;
-
-  const runOnce = async () => {
-    try {
-      await store.tryAdvisoryLock('meter.timescale-refresh', async (conn) => {
+  // One refresh per interval for the whole fleet: the claim in aggregate_refresh decides, the
+  // advisory lock keeps refreshes from overlapping; a failed refresh hands its claim back.
+  const task = new PeriodicTask(
+    () =>
+      store.tryAdvisoryLock('meter.timescale-refresh', async (conn) => {
         const claimed = await claimRefresh(conn, intervalMs);
         if (!claimed) return;
         try {
@@ -79,40 +77,17 @@ export function aggregateRefresher(opts: {
           throw err;
         }
         await settleRefresh(conn, claimed, true);
-      });
-      if (failing) logger.info('continuous aggregates refreshed again');
-      failing = false;
-    } catch (err) {
-      if (!failing)
-        logger.warn(
-          { err: { message: (err as Error).message } },
-          'refreshing the continuous aggregates failed; will retry',
-        );
-      failing = true;
-    }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(
-      () => {
-        running = runOnce().finally(schedule);
-      },
-      nextRefreshDelay(Date.now(), checkMs),
-    );
-    timer.unref();
-  };
+      }),
+    { what: 'continuous aggregates: refresh', logger, pauseMs: () => nextRefreshDelay(Date.now(), checkMs) },
+  );
 
   return {
     name: 'aggregate-refresher',
     start() {
       if (store.kind !== 'timescale') return;
       // Check at once: events written while no sidecar ran may sit behind the watermark.
-      running = runOnce().finally(schedule);
+      void task.start('now');
     },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
+    stop: () => task.stop(),
   };
 }

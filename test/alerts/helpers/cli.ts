@@ -5,7 +5,7 @@ import { registerBudget, type StoreRunner } from '../../../cli/commands/budget.j
 import { loadConfig } from '../../../src/config.js';
 import { startDaemon } from '../../../src/server/daemon.js';
 import { readLock } from '../../../src/store/lockfile.js';
-import { openRemote } from '../../../src/admin/client.js';
+import { localStore, openRemote } from '../../../src/admin/client.js';
 import type { Db } from '../../../src/store/types.js';
 import { silentLogger } from '../../budget/helpers/seed.js';
 import type { Backend } from '../../helpers/stores.js';
@@ -61,10 +61,10 @@ export async function cliStore(
   const config = loadConfig(env);
   if (backend.name === 'postgres') {
     const db = await backend.open();
-    return { db, run: (fn) => fn(db, config) };
+    return { db, run: (fn) => fn(localStore(db), config) };
   }
   const dataDir = tempDir();
-  const daemon = await startDaemon(loadConfig({ ...env, METER_DATA_DIR: dataDir, METER_PORT: '0' }), silentLogger, []);
+  const daemon = await startDaemon(loadConfig({ ...env, METER_DATA_DIR: dataDir, METER_PORT: '0' }), silentLogger);
   const lock = readLock(dataDir)!;
   const remote = openRemote({ socket: lock.adminSocket, url: lock.adminUrl, token: lock.adminToken! });
   afterAll(async () => {

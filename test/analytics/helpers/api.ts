@@ -48,6 +48,7 @@ export interface Reply {
   headers: Headers;
   text: string;
   /** The body with every JSON number kept as its exact text. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON, read freely by the tests
   body: any;
 }
 

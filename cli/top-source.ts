@@ -1,16 +1,11 @@
-import type { Config } from '../../src/config.js';
-import { openStore } from '../../src/store/index.js';
-import { alive, readLock } from '../../src/store/lockfile.js';
-import { openRemote } from '../../src/admin/client.js';
-import type { Db } from '../../src/store/types.js';
-import { checkParams, TOP_STATEMENTS, type TopStatementName } from '../../src/top/statements.js';
-import { CliError } from '../context.js';
-
-/** Where top's statements run: only the named ones of src/top/statements.ts. */
-export interface TopSource {
-  run<T>(name: TopStatementName, params: unknown[]): Promise<T[]>;
-  close(): Promise<void>;
-}
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Config } from '../src/config.js';
+import { openStore } from '../src/store/index.js';
+import { alive, readLock } from '../src/store/lockfile.js';
+import { openRemote } from '../src/admin/client.js';
+import type { Db } from '../src/store/types.js';
+import { checkParams, TOP_STATEMENTS, type TopSource, type TopStatementName } from '../src/top/statements.js';
+import { CliError } from './context.js';
 
 export function sourceFromDb(db: Pick<Db, 'query' | 'close'>): TopSource {
   return {
@@ -57,6 +52,6 @@ export async function openTopSource(config: Pick<Config, 'databaseUrl' | 'dataDi
     }
     // A daemon still starting, or another command holding the store for a moment.
     if (Date.now() >= deadline) throw noDaemon(config.dataDir);
-    await new Promise((r) => setTimeout(r, 200));
+    await delay(200);
   }
 }

@@ -1,0 +1,86 @@
+import { beforeAll, expect, it } from 'vitest';
+import { HardCap } from '../../src/budget/hard-cap.js';
+import type { BudgetSnapshot } from '../../src/budget/monitor.js';
+import type { CallMeter, Metering } from '../../src/metering/types.js';
+import { Pricer } from '../../src/pricing/index.js';
+import { answerChat, eventually } from '../helpers/fleet.js';
+import { startProxyDaemon, type ProxyDaemon } from '../helpers/proxy.js';
+import { startFakeUpstream } from '../helpers/upstreams.js';
+
+// A hard-cap reservation is settled by the call's usage event. When the metering fails so that
+// no event will come (begin or end throws), the call is still answered, and its reservation
+// must be freed when it ends: held until a restart, it would refuse calls under the budget.
+
+const month = new Date().toISOString().slice(0, 7);
+let accountId = '';
+const budget: BudgetSnapshot = {
+  accountId: '',
+  account: 'capped',
+  month,
+  budget: '10',
+  budgetUnits: 1_000_000_000n,
+  hardCap: true,
+  spend: '0',
+  spendUnits: 0n,
+  levelsFired: [],
+  refreshedAt: new Date(),
+};
+const cap = new HardCap({ budgetOf: (id) => (id === accountId ? budget : undefined) }, new Pricer());
+
+let failure: 'begin' | 'end' = 'begin';
+const idle: Omit<CallMeter, 'end'> = { requestBody() {}, responseHead() {}, responseChunk() {} };
+const failingMetering: Metering = {
+  begin() {
+    if (failure === 'begin') throw new Error('metering broke at begin');
+    return {
+      ...idle,
+      end() {
+        throw new Error('metering broke at end');
+      },
+    };
+  },
+};
+
+let proxy: ProxyDaemon;
+beforeAll(async () => {
+  const upstream = await startFakeUpstream();
+  answerChat(upstream, { prompt: 100, completion: 400 });
+  proxy = await startProxyDaemon({
+    upstreams: { openai: `${upstream.origin}/v1` },
+    metering: failingMetering,
+    hardCap: cap,
+  });
+  const [row] = await proxy.daemon.store.query<{ id: string }>('SELECT id::text FROM accounts WHERE name = $1', [
+    proxy.account,
+  ]);
+  accountId = row!.id;
+});
+
+const call = () =>
+  fetch(`${proxy.url}/proxy/openai/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${proxy.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o', max_tokens: 500, messages: [{ role: 'user', content: 'hello' }] }),
+  });
+
+for (const step of ['begin', 'end'] as const) {
+  it(`a call whose metering throws at ${step} is answered, and its reservation is freed when it ends`, async () => {
+    failure = step;
+    let reserved = 0n;
+    const admit = cap.admit.bind(cap);
+    cap.admit = (c) => {
+      const decision = admit(c);
+      if (decision.ok) reserved = cap.pendingUnits(accountId, month);
+      return decision;
+    };
+    try {
+      const res = await call();
+      expect(res.status).toBe(200);
+      await res.text();
+    } finally {
+      cap.admit = admit;
+    }
+    expect(reserved).toBeGreaterThan(0n); // the call was reserved while in flight
+    await eventually(async () => cap.pendingUnits(accountId, month) === 0n, 2_000, 'the reservation freed');
+  });
+}
