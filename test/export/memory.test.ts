@@ -86,7 +86,10 @@ describeEachBackend('export memory', (backend) => {
     // Rows held in memory would cost several times their text; a batch at a time costs a fixed
     // amount (V8's young generation, the embedded store's buffers) whatever the export's size.
     expect(month.growth).toBeLessThan(100e6);
-    expect(month.growth - week.growth).toBeLessThan((month.bytes - week.bytes) / 4);
+    // Rows held would add several times their text; PGlite's working memory (60-90 MB) swings by
+    // 10-20 MB between runs, so the embedded store is held to the text's size, PostgreSQL to a quarter.
+    const held = (month.bytes - week.bytes) / (backend.name === 'embedded' ? 1 : 4);
+    expect(month.growth - week.growth).toBeLessThan(held);
   });
 
   it('FOCUS of the same month: memory bounded the same way', { timeout: 300_000 }, async () => {
