@@ -57,6 +57,8 @@ const envSchema = z.object({
   METER_CONNECT_TIMEOUT_MS: int(100, 600_000).optional(),
   METER_IDLE_TIMEOUT_MS: int(1_000, 3_600_000).optional(),
   METER_KEY_REFRESH_MS: int(100, 60_000).optional(),
+  METER_FLEET_LEASE_MS: int(3_000, 300_000).optional(),
+  METER_FLEET_SYNC_MS: int(20, 10_000).optional(),
   METER_METRICS_PORT: int(0, 65535).optional(),
   METER_METRICS_MODELS: z
     .string()
@@ -118,6 +120,9 @@ export interface Config {
   idleTimeoutMs: number;
   /** How often service keys, accounts and plans are re-read from the store. */
   keyRefreshMs: number;
+  /** The fleet's leases (docs/fleet.md): a dead sidecar's slice returns after leaseMs; holders
+   *  give unused slices back within syncMs of a sidecar asking. */
+  fleet: Readonly<{ leaseMs: number; syncMs: number }>;
   /** Where /metrics gets its own listener (on METER_HOST); unset: the daemon's port, loopback only. */
   metricsPort: number | undefined;
   /** Models that get their own `model` label on the call, token and cost metrics (the rest: `other`). */
@@ -176,6 +181,8 @@ export const DEFAULTS: Readonly<Record<string, string>> = {
   METER_CONNECT_TIMEOUT_MS: '10000',
   METER_IDLE_TIMEOUT_MS: '300000',
   METER_KEY_REFRESH_MS: '2000',
+  METER_FLEET_LEASE_MS: '10000',
+  METER_FLEET_SYNC_MS: '250',
   METER_DB_POOL_MAX: '10',
   METER_MAX_HEADER_BYTES: '32768',
   METER_MAX_HEADERS: '100',
@@ -323,6 +330,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     connectTimeoutMs: (e.METER_CONNECT_TIMEOUT_MS as number | undefined) ?? 10_000,
     idleTimeoutMs: (e.METER_IDLE_TIMEOUT_MS as number | undefined) ?? 300_000,
     keyRefreshMs: (e.METER_KEY_REFRESH_MS as number | undefined) ?? 2_000,
+    fleet: Object.freeze({
+      leaseMs: (e.METER_FLEET_LEASE_MS as number | undefined) ?? 10_000,
+      syncMs: (e.METER_FLEET_SYNC_MS as number | undefined) ?? 250,
+    }),
     metricsPort: e.METER_METRICS_PORT as number | undefined,
     metricsModels: Object.freeze((parsed.data.METER_METRICS_MODELS as string[] | undefined) ?? []),
     store: e.METER_STORE as Config['store'],

@@ -30,6 +30,33 @@ export interface PricedCall {
  * it at cost 0 too).
  */
 export function worstCaseUnits(pricer: Pricer, call: PricedCall): bigint | undefined {
+  const worst = worstCaseTokens(call);
+  if (worst === undefined) return undefined;
+  if (worst.model === undefined) return 0n;
+  const { cost } = pricer.cost({
+    provider: call.provider,
+    model: worst.model,
+    usage: {
+      inputTokens: worst.inputTokens,
+      outputTokens: worst.outputTokens,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      reasoningTokens: 0,
+    },
+    time: call.time,
+  });
+  return toUnits(cost);
+}
+
+/**
+ * The most tokens a call can use: its input (from the body's size) and its output limit. The
+ * same `undefined` as worstCaseUnits; `model` undefined for a call that names no model (then
+ * no tokens are counted).
+ */
+export function worstCaseTokens(
+  call: PricedCall,
+): { model: string | undefined; inputTokens: number; outputTokens: number } | undefined {
   const provider = getProvider(call.provider);
   const whole = call.body !== undefined;
   let parsed: unknown;
@@ -46,7 +73,7 @@ export function worstCaseUnits(pricer: Pricer, call: PricedCall): bigint | undef
     model = (call.head && topLevelStringField(call.head.toString('latin1'), 'model')) || undefined;
     if (!model) return undefined;
   }
-  if (!model) return 0n;
+  if (!model) return { model: undefined, inputTokens: 0, outputTokens: 0 };
   // A body read whole is estimated at 3 bytes a token; one that was not, at a token per byte,
   // which no tokenizer exceeds.
   const inputTokens = whole ? Math.ceil(call.bodyBytes / BYTES_PER_TOKEN) : call.bodyBytes;
@@ -54,20 +81,7 @@ export function worstCaseUnits(pricer: Pricer, call: PricedCall): bigint | undef
   const limit = maxOutputTokens(parsed);
   const outputTokens =
     limit ?? (window ? Math.max(1, window - (whole ? inputTokens : 0)) : DEFAULT_WORST_OUTPUT_TOKENS);
-  const { cost } = pricer.cost({
-    provider: call.provider,
-    model,
-    usage: {
-      inputTokens,
-      outputTokens,
-      cachedInputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      reasoningTokens: 0,
-    },
-    time: call.time,
-  });
-  return toUnits(cost);
+  return { model, inputTokens, outputTokens };
 }
 
 /** The request's own output limit, in every provider's spelling. */

@@ -10,6 +10,10 @@ export interface Plan {
   rawRetentionDays: number;
   rollupRetentionMonths: number;
   rateLimitPerMinute: number;
+  /** Input + output tokens a minute per key, calls and tokens a minute per account; null: none. */
+  tokensPerMinute: number | null;
+  accountCallsPerMinute: number | null;
+  accountTokensPerMinute: number | null;
   /** Analytics endpoints the plan includes: summary, daily, by-tag, events. */
   analytics: string[];
   hardCap: boolean;
@@ -22,6 +26,9 @@ interface PlanRow {
   raw_retention_days: number;
   rollup_retention_months: number;
   rate_limit_per_minute: number;
+  tokens_per_minute: number | null;
+  account_calls_per_minute: number | null;
+  account_tokens_per_minute: number | null;
   analytics: string[];
   hard_cap: boolean;
 }
@@ -38,6 +45,9 @@ export async function loadPlans(db: Queryable): Promise<Map<string, Plan>> {
         rawRetentionDays: r.raw_retention_days,
         rollupRetentionMonths: r.rollup_retention_months,
         rateLimitPerMinute: r.rate_limit_per_minute,
+        tokensPerMinute: r.tokens_per_minute,
+        accountCallsPerMinute: r.account_calls_per_minute,
+        accountTokensPerMinute: r.account_tokens_per_minute,
         analytics: r.analytics,
         hardCap: r.hard_cap,
       },
@@ -55,6 +65,9 @@ export interface PlanEdits {
   retentionDays?: number;
   rollupMonths?: number;
   rateLimit?: number;
+  tokensPerMinute?: number | 'unlimited';
+  accountCallsPerMinute?: number | 'unlimited';
+  accountTokensPerMinute?: number | 'unlimited';
   analytics?: string[];
   hardCap?: boolean;
 }
@@ -66,6 +79,9 @@ const EDIT_COLUMNS: Record<keyof PlanEdits, string> = {
   retentionDays: 'raw_retention_days',
   rollupMonths: 'rollup_retention_months',
   rateLimit: 'rate_limit_per_minute',
+  tokensPerMinute: 'tokens_per_minute',
+  accountCallsPerMinute: 'account_calls_per_minute',
+  accountTokensPerMinute: 'account_tokens_per_minute',
   analytics: 'analytics',
   hardCap: 'hard_cap',
 };
@@ -97,8 +113,8 @@ export async function updatePlan(db: Queryable, plan: string, edits: PlanEdits):
   return rows[0]!;
 }
 
-/** The plans, in memory for the hot path, re-read every refresh so an edited plan reaches
- *  every sidecar within one interval. */
+/** The plans, in memory for the hot path, re-read when the fleet's change counter moves, so an
+ *  edited plan reaches every sidecar within one interval. */
 export class PlanBook {
   #plans = new Map<string, Plan>();
 

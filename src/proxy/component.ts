@@ -4,7 +4,7 @@ import type { Metering } from '../metering/types.js';
 import type { Component, DaemonContext } from '../component.js';
 import { noMetering } from './guarded-meter.js';
 import { ProxyMetrics } from './proxy-metrics.js';
-import { createProxyHandler, type Admitter, type HardCapAdmitter, type TagParser } from './handler.js';
+import { createProxyHandler, type Admitter, type TagParser } from './handler.js';
 import { buildTargets } from './targets.js';
 import { UpstreamPools } from './upstreams.js';
 
@@ -13,10 +13,8 @@ export interface ProxyOptions {
   metering?: Metering;
   /** CONTRACT §2 tagging headers (default: the metering's parser). */
   parseTags?: TagParser;
-  /** Pre-flight admission (plans: rate limit and quota; budgets: hard cap), default none. */
+  /** Admission against the fleet's limits (src/fleet: rate limits, quota, hard cap), default none. */
   admission?: Admitter;
-  /** The Pro hard cap (budgets), default none. */
-  hardCap?: HardCapAdmitter;
 }
 
 /** `/proxy/{slug}/…`: the daemon's proxy, with its key cache and upstream pools. */
@@ -34,7 +32,6 @@ export async function proxyComponent(ctx: DaemonContext, options: ProxyOptions =
     metering: options.metering ?? noMetering,
     parseTags: options.parseTags ?? parseTags,
     admitter: options.admission,
-    hardCap: options.hardCap,
     idleTimeoutMs: config.idleTimeoutMs,
     limits: config.limits,
     logger,

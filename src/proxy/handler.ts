@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { serviceKeyFromHeaders } from '../auth/key-format.js';
 import type { Principal } from '../auth/types.js';
+import type { PricedCall } from '../budget/worst-case.js';
 import type { Logger } from '../log.js';
 import { uuidv7 } from '../metering/ids.js';
 import type { CallStart, Metering } from '../metering/types.js';
@@ -41,33 +42,16 @@ export type Admission =
   { ok: true; headers: Record<string, string> } | ({ ok: false; headers: Record<string, string> } & Refusal);
 
 export interface Admitter {
-  /** Admits the call, or refuses it. A refused call counts against no limit; `gate` (the hard
-   *  cap) runs after the plan's own checks pass and before anything is counted. */
-  admit(
-    principal: Principal,
-    opts?: { gate?: () => Refusal | undefined; call?: { id: string; time: Date } },
-  ): Admission;
-  /** Would the call be admitted now? Counts nothing (answered before a body is read). */
-  check?(principal: Principal): Admission;
+  /** Admits the call or refuses it; a refused call counts against no limit. Synchronous in the
+   *  steady state; a promise when a limit must ask the database (docs/fleet.md). `priced`: the
+   *  request's body as read ahead, when needsBody asked for it. */
+  admit(principal: Principal, call: { id: string; time: Date; priced?: PricedCall }): Admission | Promise<Admission>;
+  /** true when admission needs the request body first (a hard cap, a tokens-a-minute limit). */
+  needsBody?(principal: Principal): boolean;
+  /** Frees what an admitted call took when no usage event will settle it. */
+  release?(callId: string): void;
   /** The RateLimit-* headers as they stand, counting nothing: for answers that forward nothing. */
   headers?(principal: Principal): Record<string, string>;
-}
-
-/** The Pro hard cap (src/budget/hard-cap.ts): needs the request body before admitting a call. */
-export interface HardCapAdmitter {
-  applies(accountId: string): boolean;
-  admit(call: {
-    id: string;
-    accountId: string;
-    provider: ProviderSlug;
-    path: string;
-    body: Buffer | undefined;
-    bodyBytes: number;
-    head?: Buffer;
-    time: Date;
-  }): { ok: true } | { ok: false; message: string };
-  /** Frees an admitted call's reservation when no usage event will settle it. */
-  release(accountId: string, id: string): void;
 }
 
 export interface ProxyDeps {
@@ -77,7 +61,6 @@ export interface ProxyDeps {
   metering: Metering;
   parseTags: TagParser;
   admitter?: Admitter;
-  hardCap?: HardCapAdmitter;
   idleTimeoutMs: number;
   /** METER_MAX_BODY_BYTES (413 beyond) and METER_METERING_BODY_BYTES (the copy metering keeps). */
   limits: Pick<Limits, 'maxBodyBytes' | 'meteringBodyBytes'>;
@@ -106,13 +89,13 @@ interface AdmittedCall extends ForwardedCall {
   /** What followed /proxy/{slug}/, query included. */
   rest: string;
   viaMeterKey: boolean;
-  /** Frees the call's hard-cap reservation when its meter can make no usage event. */
+  /** Frees what admission took when the call's meter can make no usage event. */
   release: (() => void) | undefined;
 }
 
-/** Without a plan admitter (tests, a bare proxy) the hard cap alone decides. */
-const capOnly = (refusal: Refusal | undefined): Admission =>
-  refusal ? { ok: false, ...refusal, headers: {} } : { ok: true, headers: {} };
+/** Runs `then` on an admission, at once when it is already decided. */
+const whenAdmitted = (a: Admission | Promise<Admission>, then: (a: Admission) => void): void | Promise<void> =>
+  a instanceof Promise ? a.then(then) : then(a);
 
 /** Where `/proxy/{slug}` ends in the URL: at the next `/` or `?`, or the end. */
 function slugEnd(url: string): number {
@@ -207,45 +190,37 @@ export function createProxyHandler(deps: ProxyDeps) {
     };
     const refuse = (a: Admission & { ok: false }) =>
       refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
-    if (!deps.hardCap?.applies(principal.accountId)) {
-      const admission = deps.admitter?.admit(principal, { call: { id, time } });
-      if (admission && !admission.ok) return refuse(admission);
-      call.headers = admission?.headers;
-      if (!hasBody(req) || !isSmallBody(req)) return dispatch(call, hasBody(req) ? req : undefined);
-      return readSmallBody(req, (body) => {
-        if (body) return dispatch(call, body);
-        // The client left mid-body: nothing goes upstream, the call is still metered (as a
-        // call the client left, the same event a forwarded one would have made).
-        GuardedMeter.begin(deps.metering, start, deps.logger).end({ completed: false });
-        res.destroy();
-      });
-    }
-    // Hard cap: the call's worst case comes from its body, so read it before deciding; a call
-    // the plan refuses anyway is answered first.
-    const early = deps.admitter?.check?.(principal);
-    if (early && !early.ok) return refuse(early);
-    const hardCap = deps.hardCap;
-    return readAhead(req, deps.limits.meteringBodyBytes).then(({ body, bytes, head, source }) => {
-      const gate = (): Refusal | undefined => {
-        const decision = hardCap.admit({
-          id,
-          accountId: principal.accountId,
-          provider: target.slug,
-          path,
-          body,
-          bodyBytes: bytes,
-          head,
-          time,
+    const admitter = deps.admitter;
+    const admitted = (a: Admission): boolean => {
+      if (!a.ok) {
+        refuse(a);
+        return false;
+      }
+      call.headers = a.headers;
+      if (admitter?.release) call.release = () => admitter.release!(id);
+      return true;
+    };
+    if (!admitter?.needsBody?.(principal)) {
+      const go = (a: Admission) => {
+        if (!admitted(a)) return;
+        if (!hasBody(req) || !isSmallBody(req)) return dispatch(call, hasBody(req) ? req : undefined);
+        readSmallBody(req, (body) => {
+          if (body) return dispatch(call, body);
+          // The client left mid-body: nothing goes upstream, the call is still metered (as a
+          // call the client left, the same event a forwarded one would have made).
+          GuardedMeter.begin(deps.metering, start, deps.logger, call.release).end({ completed: false });
+          res.destroy();
         });
-        if (!decision.ok) return { status: 402, code: 'budget_exceeded', message: decision.message };
-        // Reserved until the call's usage event settles it; freed at once if no event will come.
-        call.release = () => hardCap.release(principal.accountId, id);
-        return undefined;
       };
-      const admission: Admission = deps.admitter?.admit(principal, { gate, call: { id, time } }) ?? capOnly(gate());
-      if (!admission.ok) return refuse(admission);
-      call.headers = admission.headers;
-      dispatch(call, bytes > 0 ? source : undefined);
+      return admitter ? whenAdmitted(admitter.admit(principal, { id, time }), go) : go({ ok: true, headers: {} });
+    }
+    // A hard cap or a tokens-a-minute limit: the call's worst case comes from its body, so read
+    // it before deciding.
+    return readAhead(req, deps.limits.meteringBodyBytes).then(({ body, bytes, head, source }) => {
+      const priced = { provider: target.slug, path, body, bodyBytes: bytes, head, time };
+      return whenAdmitted(admitter.admit(principal, { id, time, priced }), (a) => {
+        if (admitted(a)) dispatch(call, bytes > 0 ? source : undefined);
+      });
     });
   }
 

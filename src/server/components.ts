@@ -1,7 +1,8 @@
 import { createAlertDeliverer } from '../alerts/index.js';
 import { analyticsComponent } from '../analytics/index.js';
-import { createBudgetMonitor, createHardCap } from '../budget/index.js';
+import { createBudgetMonitor } from '../budget/index.js';
 import type { DaemonContext, StartComponent } from '../component.js';
+import { ChangeWatcher, createFleet, type LedgerOptions } from '../fleet/index.js';
 import { daemonMetering, type MeteringDeps } from '../metering/index.js';
 import { otelComponent } from '../otel/index.js';
 import { createPlans } from '../plans/index.js';
@@ -13,6 +14,8 @@ import { aggregateRefresher } from '../store/timescale/refresher.js';
 export interface ComposeOptions {
   /** Tuning of the event writer (tests). */
   writer?: MeteringDeps['writer'];
+  /** Timing of the fleet's leases (tests). */
+  ledger?: Partial<LedgerOptions>;
 }
 
 /**
@@ -28,20 +31,25 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(metering.component);
   // OpenTelemetry export, only when an OTLP endpoint is set (its SDK is not even loaded otherwise).
   await start(await otelComponent(ctx, metering.metering));
-  // Plan limits (rate limit, monthly quota) kept fresh in memory, and retention.
-  const plans = createPlans(ctx);
+  // Plans, budgets and limit overrides are re-read when the fleet's change counter moves.
+  const changes = new ChangeWatcher(ctx.store, ctx.logger.child({ component: 'changes' }), ctx.config.keyRefreshMs);
+  const plans = createPlans(ctx, changes);
   await start(plans.component);
   // Month-to-date spend per budgeted account and the 50/80/100% alerts.
   const budget = await start(createBudgetMonitor(ctx));
-  const hardCap = createHardCap(budget, metering);
-  await start(await proxyComponent(ctx, { metering: metering.metering, admission: plans.admissions, hardCap }));
+  // The fleet's limits (rate limits, quota, hard cap) as leases; it stops after the proxy, so
+  // every slice goes back once the calls in flight have ended.
+  const fleet = createFleet(ctx, { plans: plans.book, changes, budgets: budget, metering, ledger: opts.ledger });
+  await start(changes);
+  await start(fleet.component);
+  await start(await proxyComponent(ctx, { metering: metering.metering, admission: fleet.admissions }));
   await start(await analyticsComponent(ctx));
   // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
   await start(aggregateRefresher(ctx));
   await start(createAlertDeliverer(ctx));
   // Reconciliation against the providers' own reports, daily, when an admin key is set.
   await start(reconcileJob(ctx));
-  return { metering, plans, budget, hardCap };
+  return { metering, plans, budget, fleet };
 }
 
 /** The daemon as shipped (meter start). */

@@ -30,7 +30,6 @@ export async function startProxyDaemon(
     env?: Record<string, string>;
     metering?: Metering;
     admission?: ProxyOptions['admission'];
-    hardCap?: ProxyOptions['hardCap'];
     databaseUrl?: string;
   } = {},
 ): Promise<ProxyDaemon> {
@@ -47,7 +46,7 @@ export async function startProxyDaemon(
   for (const [slug, url] of Object.entries(opts.upstreams ?? {})) env[`METER_UPSTREAM_${slug.toUpperCase()}`] = url;
   const config = loadConfig(env);
   const daemon = await startDaemon(config, pino({ level: 'silent' }), async (ctx, start) =>
-    start(await proxyComponent(ctx, { metering: opts.metering, admission: opts.admission, hardCap: opts.hardCap })),
+    start(await proxyComponent(ctx, { metering: opts.metering, admission: opts.admission })),
   );
   atFileEnd(() => daemon.close());
   const account = `acct${++accounts}-${process.pid}`;

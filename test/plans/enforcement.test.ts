@@ -122,7 +122,9 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
       usage: { prompt: 1000, completion: 1000 },
       setup: async (db) => {
         await db.query(`UPDATE plans SET rate_limit_per_minute = 10, monthly_call_quota = 3 WHERE name = 'pro'`);
-        await setBudget(db, 'edges', '0.00000001', true); // one call takes it past the budget
+        // Room for one call's worst case (10 output tokens, the input from the body's size), not two;
+        // its real cost (1000 + 1000 tokens) takes spend past the budget.
+        await setBudget(db, 'edges', '0.0002', true);
       },
     });
     const second = new Date().getUTCSeconds();
@@ -149,7 +151,7 @@ describe.skipIf(!postgresUrl)('plan limits on two sidecars sharing PostgreSQL', 
       await seen(await post('nope')), // 404 unknown_provider
       await seen(await post('openai', { 'x-metering-tags': 'bad key=x' })), // 400 invalid_tags
       await seen(await post()), // admitted: 1 of the quota of 3
-      await seen(await post()), // 402: the first call's cost already passed the budget
+      await seen(await post()), // 402: the first call's cost passed the budget
       await seen(await post()),
     ];
     expect(answers.map((a) => [a.status, a.code ?? 'ok', a.limit, a.remaining])).toEqual([

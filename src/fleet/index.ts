@@ -1,0 +1,53 @@
+import type { DaemonContext, Component } from '../component.js';
+import type { BudgetSnapshot } from '../budget/monitor.js';
+import type { UsageEvent } from '../metering/event.js';
+import { toUnits } from '../money.js';
+import type { PlanBook } from '../plans/plans.js';
+import type { Pricer } from '../pricing/index.js';
+import type { ChangeWatcher } from './changes.js';
+import { DEFAULT_LEDGER, FleetLedger, type LedgerOptions } from './ledger.js';
+import { FleetAdmissions, OverrideBook } from './limits.js';
+
+export { ChangeWatcher } from './changes.js';
+export { FleetLedger, DEFAULT_LEDGER, type LedgerOptions } from './ledger.js';
+export { FleetAdmissions, OverrideBook } from './limits.js';
+
+/**
+ * The fleet's limits in the daemon: leases of every limit the sidecar serves, admission of
+ * proxied calls against them, settled by the usage events as they are recorded, and every
+ * slice given back at stop.
+ */
+export function createFleet(
+  ctx: DaemonContext,
+  deps: {
+    plans: PlanBook;
+    changes: ChangeWatcher;
+    budgets: { budgetOf(accountId: string): BudgetSnapshot | undefined };
+    metering: { pricer: Pricer; observe(listener: (e: UsageEvent) => void): void };
+    ledger?: Partial<LedgerOptions>;
+  },
+) {
+  const ledger = new FleetLedger(ctx.store, ctx.logger.child({ component: 'fleet' }), {
+    ...DEFAULT_LEDGER,
+    ttlMs: ctx.config.fleet.leaseMs,
+    syncMs: ctx.config.fleet.syncMs,
+    ...deps.ledger,
+  });
+  const overrides = new OverrideBook();
+  deps.changes.watch((db) => overrides.reload(db));
+  const admissions = new FleetAdmissions(deps.plans, overrides, ledger, deps.metering.pricer, deps.budgets);
+  deps.metering.observe((event) => {
+    const tokens = BigInt(event.inputTokens + event.outputTokens);
+    ledger.settle(
+      event.id,
+      (spec) =>
+        spec.key.startsWith('spend:') ? toUnits(event.cost) : spec.key.startsWith('tpm:') ? tokens : undefined,
+      event.time,
+    );
+  });
+  const component: Component = {
+    name: 'fleet',
+    stop: () => ledger.stop(),
+  };
+  return { ledger, admissions, overrides, component };
+}

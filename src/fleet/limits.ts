@@ -1,0 +1,243 @@
+import type { Principal } from '../auth/types.js';
+import { DEFAULT_WORST_OUTPUT_TOKENS, worstCaseTokens, worstCaseUnits, type PricedCall } from '../budget/worst-case.js';
+import type { BudgetSnapshot } from '../budget/monitor.js';
+import { windowBounds } from '../calendar.js';
+import { formatUnits } from '../money.js';
+import type { Plan, PlanBook } from '../plans/plans.js';
+import type { Pricer } from '../pricing/index.js';
+import type { Admission } from '../proxy/handler.js';
+import type { Queryable } from '../store/types.js';
+import type { Lease, LimitSpec } from './lease.js';
+import type { FleetLedger, Need, Verdict } from './ledger.js';
+
+/** An account's (key '') or a key's own per-minute limits, in place of the plan's. */
+export interface Override {
+  callsPerMinute: number | null;
+  tokensPerMinute: number | null;
+}
+
+/** The limit overrides, in memory, reloaded when the fleet's change counter moves. */
+export class OverrideBook {
+  #byId = new Map<string, Override>();
+
+  async reload(db: Queryable): Promise<void> {
+    const rows = await db.query<{ account_id: string; key_id: string; calls: number | null; tokens: number | null }>(
+      `SELECT account_id, key_id, calls_per_minute AS calls, tokens_per_minute AS tokens FROM limit_overrides`,
+    );
+    this.#byId = new Map(
+      rows.map((r) => [`${r.account_id}/${r.key_id}`, { callsPerMinute: r.calls, tokensPerMinute: r.tokens }]),
+    );
+  }
+
+  get(accountId: string, keyId = ''): Override | undefined {
+    return this.#byId.get(`${accountId}/${keyId}`);
+  }
+}
+
+/** The per-minute and monthly limits of one call's key and account, after overrides. */
+interface CallLimits {
+  keyCalls: number;
+  keyTokens: number | null;
+  accountCalls: number | null;
+  accountTokens: number | null;
+  quota: number | null;
+}
+
+type Refusal = Extract<Admission, { ok: false }>;
+
+/**
+ * Admission of proxied calls against the fleet's limits (CONTRACT §6, docs/fleet.md): the key's
+ * and the account's calls and tokens a minute, the plan's monthly quota and the Pro hard cap,
+ * all taken from the sidecar's leases at once, all or nothing. A refused call counts against
+ * nothing. Every answer carries the key's RateLimit-* headers, as the fleet stands.
+ */
+export class FleetAdmissions {
+  readonly #specs = new Map<string, LimitSpec>();
+
+  constructor(
+    private readonly plans: PlanBook,
+    private readonly overrides: OverrideBook,
+    private readonly ledger: FleetLedger,
+    private readonly pricer: Pricer,
+    private readonly budgets: { budgetOf(accountId: string): BudgetSnapshot | undefined },
+  ) {}
+
+  /** true when admission needs the request body: a hard cap or a tokens-a-minute limit. */
+  needsBody(p: Principal): boolean {
+    if (this.budgets.budgetOf(p.accountId)?.hardCap) return true;
+    const plan = this.plans.get(p.plan);
+    if (!plan) return false;
+    const l = this.#limits(p, plan);
+    return l.keyTokens !== null || l.accountTokens !== null;
+  }
+
+  admit(p: Principal, call: { id: string; time: Date; priced?: PricedCall }): Admission | Promise<Admission> {
+    const plan = this.plans.get(p.plan);
+    const budget = this.budgets.budgetOf(p.accountId);
+    if (!plan) return { ok: true, headers: {} }; // plans not loaded: never fail a call on metering's account
+    const now = Date.now();
+    const l = this.#limits(p, plan);
+    const needs: Need[] = [{ spec: this.#minute(`rpm:key:${p.keyId}`, l.keyCalls), units: 1n }];
+    if (l.accountCalls !== null)
+      needs.push({ spec: this.#minute(`rpm:account:${p.accountId}`, l.accountCalls), units: 1n });
+    if (l.keyTokens !== null || l.accountTokens !== null) {
+      const tokens = call.priced ? worstTokens(call.priced) : 0n;
+      if (tokens > 0n) {
+        if (l.keyTokens !== null) needs.push({ spec: this.#minute(`tpm:key:${p.keyId}`, l.keyTokens), units: tokens });
+        if (l.accountTokens !== null)
+          needs.push({ spec: this.#minute(`tpm:account:${p.accountId}`, l.accountTokens), units: tokens });
+      }
+    }
+    if (l.quota !== null) needs.push({ spec: this.#monthly('quota', p.accountId, BigInt(l.quota), now), units: 1n });
+    if (budget?.hardCap && call.priced) {
+      const worst = worstCaseUnits(this.pricer, call.priced);
+      // A call that can cost nothing passes; one whose model cannot be known holds all that is left.
+      if (worst !== 0n)
+        needs.push({ spec: this.#monthly('spend', p.accountId, budget.budgetUnits, now), units: worst ?? 'rest' });
+    }
+    const verdict = this.ledger.admit(call.id, needs, now);
+    return verdict instanceof Promise
+      ? verdict.then((v) => this.#answer(v, p, plan, needs, budget))
+      : this.#answer(verdict, p, plan, needs, budget);
+  }
+
+  /** Frees what an admitted call took when no usage event will settle it. */
+  release(callId: string): void {
+    this.ledger.release(callId);
+  }
+
+  /** The key's RateLimit-* headers as they stand (answers that forward nothing). */
+  headers(p: Principal): Record<string, string> {
+    const plan = this.plans.get(p.plan);
+    if (!plan) return {};
+    return rateHeaders(this.ledger.lease(this.#minute(`rpm:key:${p.keyId}`, this.#limits(p, plan).keyCalls)));
+  }
+
+  #limits(p: Principal, plan: Plan): CallLimits {
+    const key = this.overrides.get(p.accountId, p.keyId);
+    const account = this.overrides.get(p.accountId);
+    return {
+      keyCalls: key?.callsPerMinute ?? plan.rateLimitPerMinute,
+      keyTokens: key?.tokensPerMinute ?? plan.tokensPerMinute,
+      accountCalls: account?.callsPerMinute ?? plan.accountCallsPerMinute,
+      accountTokens: account?.tokensPerMinute ?? plan.accountTokensPerMinute,
+      quota: plan.monthlyCallQuota,
+    };
+  }
+
+  /** One spec object per limit and amount, reused call after call. */
+  #spec(id: string, make: () => LimitSpec): LimitSpec {
+    const cached = this.#specs.get(id);
+    if (cached) return cached;
+    const spec = make();
+    if (this.#specs.size > 100_000) this.#specs.clear(); // old windows and amounts
+    this.#specs.set(id, spec);
+    return spec;
+  }
+
+  #minute(key: string, amount: number): LimitSpec {
+    return this.#spec(`${key}=${amount}`, () => ({
+      key,
+      windowStart: 0,
+      kind: 'minute',
+      amount: BigInt(amount),
+      offline: 'open',
+    }));
+  }
+
+  /** The month's calls (quota) or spend in units of 1e-8 USD (the hard cap), as usage_daily counts them. */
+  #monthly(what: 'quota' | 'spend', accountId: string, amount: bigint, now: number): LimitSpec {
+    const { start, end } = windowBounds('month', now);
+    return this.#spec(`${what}:${accountId}@${start}=${amount}`, () => ({
+      key: `${what}:${accountId}`,
+      windowStart: start,
+      kind: 'written',
+      amount,
+      offline: what === 'spend' ? 'closed' : 'open',
+      used: {
+        sql:
+          `SELECT ${what === 'spend' ? 'round(COALESCE(sum(spend), 0) * 100000000)' : 'COALESCE(sum(requests), 0)'}` +
+          ' FROM usage_daily WHERE account_id = $1 AND day >= $2::date AND day < $3::date',
+        params: [accountId, day(start), day(end)],
+      },
+    }));
+  }
+
+  #answer(v: Verdict, p: Principal, plan: Plan, needs: Need[], budget: BudgetSnapshot | undefined): Admission {
+    const rate = this.ledger.lease(needs[0]!.spec);
+    const headers = rateHeaders(rate);
+    if (v.ok) return { ok: true, headers };
+    return {
+      ...refusal(v, p, plan, budget, this.ledger.lease(v.limit)),
+      headers: { ...headers, ...retry(v, this.ledger.lease(v.limit)) },
+    };
+  }
+}
+
+function refusal(
+  v: Extract<Verdict, { ok: false }>,
+  p: Principal,
+  plan: Plan,
+  budget: BudgetSnapshot | undefined,
+  lease: Lease,
+): Omit<Refusal, 'headers'> {
+  const { key, amount } = v.limit;
+  const n = String(amount);
+  const reset = lease.resetSeconds(Date.now());
+  if (key.startsWith('spend:')) {
+    const b = budget!;
+    return {
+      ok: false,
+      status: 402,
+      code: 'budget_exceeded',
+      message: v.offline
+        ? `the hard cap of account ${b.account} cannot confirm room for this call: the database is unreachable ` +
+          'and this sidecar holds no slice of the budget; calls resume when it answers'
+        : `the monthly budget of $${b.budget} for account ${b.account} is reached ` +
+          `($${formatUnits(lease.used)} spent in ${b.month}, plus calls in flight across the fleet); the hard cap ` +
+          'refuses calls until the next month or a higher budget (meter budget set)',
+    };
+  }
+  if (key.startsWith('quota:')) {
+    return {
+      ok: false,
+      status: 429,
+      code: 'quota_exceeded',
+      message: `monthly quota of ${n} proxied calls on the ${plan.name} plan is used up until the next month (UTC); upgrade with: meter accounts set-plan ${p.accountName} pro`,
+    };
+  }
+  const what = key.startsWith('rpm:') ? 'calls' : 'tokens';
+  const whose = key.includes(':key:') ? 'per key' : `for account ${p.accountName}`;
+  return {
+    ok: false,
+    status: 429,
+    code: 'rate_limited',
+    message: `rate limit of ${n} ${what} a minute ${whose} reached (${plan.name} plan or its override); retry in ${reset} s`,
+  };
+}
+
+function retry(v: Extract<Verdict, { ok: false }>, lease: Lease): Record<string, string> {
+  const now = Date.now();
+  if (v.limit.key.startsWith('quota:'))
+    return { 'retry-after': String(Math.max(1, Math.ceil((windowBounds('month', now).end - now) / 1000))) };
+  if (v.limit.kind === 'minute') return { 'retry-after': String(lease.resetSeconds(now)) };
+  return {};
+}
+
+function rateHeaders(lease: Lease): Record<string, string> {
+  return {
+    'ratelimit-limit': String(lease.spec.amount),
+    'ratelimit-remaining': String(lease.remaining()),
+    'ratelimit-reset': String(lease.resetSeconds(Date.now())),
+  };
+}
+
+/** Input and output tokens a call may use at most (a body too large to find its model in
+ *  counts a token a byte and the default output limit). */
+function worstTokens(call: PricedCall): bigint {
+  const worst = worstCaseTokens(call);
+  if (worst === undefined) return BigInt(call.bodyBytes + DEFAULT_WORST_OUTPUT_TOKENS);
+  return BigInt(worst.inputTokens + worst.outputTokens);
+}
+
+const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
