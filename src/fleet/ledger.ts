@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log.js';
 import type { Db, Queryable } from '../store/types.js';
-import { Lease, type LimitSpec } from './lease.js';
+import { Lease, MINUTE_MS, type LimitSpec } from './lease.js';
 
 export interface LedgerOptions {
   /** A lease lapses this long after its last statement unless renewed (a dead sidecar's slice
@@ -12,12 +12,9 @@ export interface LedgerOptions {
   syncMs: number;
   /** A slice unused this long goes back to the fleet. */
   idleMs: number;
-  /** After a lease lapsed, what it had spent still counts this long (its calls' events may still
-   *  arrive, e.g. from the spool of a sidecar that comes back). */
-  graceMs: number;
 }
 
-export const DEFAULT_LEDGER: LedgerOptions = { ttlMs: 10_000, syncMs: 250, idleMs: 1_000, graceMs: 60_000 };
+export const DEFAULT_LEDGER: LedgerOptions = { ttlMs: 10_000, syncMs: 250, idleMs: 1_000 };
 
 /** What one call needs of one limit: units, or `rest` (all the fleet has left: a call whose
  *  worst case cannot be known). */
@@ -101,6 +98,7 @@ export class FleetLedger {
 
   async #admitSlowly(callId: string, needs: Need[], leases: Lease[]): Promise<Verdict> {
     for (let round = 0; round < 5; round++) {
+      if (round > 0) leases = needs.map((n) => this.lease(n.spec));
       const now = Date.now();
       const lacking = leases.flatMap((lease, i) => {
         const units = this.#units(needs[i]!, lease);
@@ -211,7 +209,10 @@ export class FleetLedger {
           spec.key,
           window,
           this.holder,
-          this.opts.graceMs,
+          // A lapsed lease still counts for a while: a minute for per-minute slots (their calls'
+          // minute), one more lease period for spend and calls (events its sidecar had not
+          // written when it last wrote; the database shows the rest by then).
+          spec.kind === 'minute' ? MINUTE_MS : this.opts.ttlMs,
           ended.map((e) => e.time),
           ended.map((e) => e.id),
           spec.kind === 'minute',
@@ -337,8 +338,9 @@ export class FleetLedger {
         } else if (lease.granted > 0n && lease.validUntil - now < this.opts.ttlMs / 2) {
           work.push(this.#statement(lease, 0n));
         }
-        if (lease.granted === 0n && lease.held === 0n && lease.wanting === 0n && lease.entries.size === 0)
-          this.#leases.delete(id);
+        // Forget an empty lease, unless a call is waiting on it (one holder, one lease object).
+        const empty = lease.granted === 0n && lease.held === 0n && lease.entries.size === 0;
+        if (empty && lease.wanting === 0n && lease.waiting === 0n && lease.pending === 0) this.#leases.delete(id);
       }
       const results = await Promise.allSettled(work);
       for (const r of results) if (r.status === 'rejected') this.#unreachable(r.reason);
