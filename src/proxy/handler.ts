@@ -8,7 +8,6 @@ import type { Logger } from '../log.js';
 import { uuidv7 } from '../metering/ids.js';
 import type { CallStart, Metering } from '../metering/types.js';
 import { sendError, type ErrorCode } from '../server/errors.js';
-import type { ProviderSlug } from '../providers/types.js';
 import { hasBody, isSmallBody, readAhead, readSmallBody, RequestBodyTap } from './body-tap.js';
 import { ForwardCall, type ForwardedCall } from './forward.js';
 import { GuardedMeter } from './guarded-meter.js';

@@ -167,7 +167,8 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
   it('the monthly quota admits exactly its count across the fleet', async () => {
     const answers = await burst('quota');
     expect(answers.filter((a) => a.status === 200)).toHaveLength(FIT);
-    for (const a of answers.filter((x) => x.status !== 200)) expect([a.status, a.code]).toEqual([429, 'quota_exceeded']);
+    for (const a of answers.filter((x) => x.status !== 200))
+      expect([a.status, a.code]).toEqual([429, 'quota_exceeded']);
     await eventually(async () => (await written('quota')).requests === String(FIT), 10_000, 'every call written');
   }, 60_000);
 

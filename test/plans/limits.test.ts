@@ -1,32 +1,29 @@
-import { describe, expect, it } from 'vitest';
-import { Admissions } from '../../src/plans/admission.js';
+import { expect, it } from 'vitest';
+import { FleetAdmissions, FleetLedger, OverrideBook } from '../../src/fleet/index.js';
 import { PlanBook } from '../../src/plans/plans.js';
 import { windowBounds } from '../../src/calendar.js';
-import { QuotaTracker } from '../../src/plans/quota.js';
-import { RateLimiter } from '../../src/plans/rate-limit.js';
+import { Pricer } from '../../src/pricing/index.js';
+import type { Admission } from '../../src/proxy/handler.js';
 import type { Db } from '../../src/store/types.js';
 import { describeEachBackend } from '../helpers/stores.js';
 import { uuidv7 } from '../../src/metering/ids.js';
 import { insertBatch } from '../../src/store/event-batch.js';
 import { makeEvents } from '../metering/events.js';
 
-const T0 = Date.UTC(2026, 10, 21, 12, 0, 30); // 30 s into a minute
+const quiet = { warn() {}, info() {} };
 
-describe('rate limiter', () => {
-  it('allows the limit per key per minute, then refuses until the next minute', () => {
-    const rl = new RateLimiter();
-    const seen = Array.from({ length: 3 }, () => rl.take('k1', 3, T0));
-    expect(seen.map((s) => [s.allowed, s.remaining])).toEqual([
-      [true, 2],
-      [true, 1],
-      [true, 0],
-    ]);
-    const refused = rl.take('k1', 3, T0 + 1_000);
-    expect(refused).toEqual({ allowed: false, limit: 3, remaining: 0, resetSeconds: 29 });
-    expect(rl.take('k2', 3, T0).allowed).toBe(true); // per key
-    expect(rl.take('k1', 3, T0 + 30_000)).toMatchObject({ allowed: true, remaining: 2, resetSeconds: 60 });
-  });
-});
+/** Admission as the proxy runs it, on this store, for one sidecar. */
+async function admissions(db: Db) {
+  const plans = new PlanBook();
+  await plans.refresh(db);
+  const overrides = new OverrideBook();
+  await overrides.reload(db);
+  const ledger = new FleetLedger(db, quiet);
+  const adm = new FleetAdmissions(plans, overrides, ledger, new Pricer(), { budgetOf: () => undefined });
+  const admit = async (p: Parameters<FleetAdmissions['admit']>[0], id = uuidv7(Date.now())): Promise<Admission> =>
+    adm.admit(p, { id, time: new Date() });
+  return { plans, overrides, ledger, adm, admit };
+}
 
 describeEachBackend('plans against the store', (backend) => {
   let db: Db;
@@ -57,6 +54,9 @@ describeEachBackend('plans against the store', (backend) => {
       rateLimitPerMinute: 60,
       analytics: ['summary', 'daily', 'reconciliation'],
       hardCap: false,
+      tokensPerMinute: null,
+      accountCallsPerMinute: null,
+      accountTokensPerMinute: null,
     });
     expect(book.get('pro')).toMatchObject({
       monthlyCallQuota: null,
@@ -68,81 +68,81 @@ describeEachBackend('plans against the store', (backend) => {
     });
   }, 120_000); // opens the store: the embedded one starts slowly on a busy machine
 
-  it('counts month-to-date calls fleet-wide plus local admissions, and refuses past the quota', async () => {
-    await db.query(`UPDATE plans SET monthly_call_quota = 10 WHERE name = 'free'`);
+  it('the quota counts month-to-date calls fleet-wide plus this sidecar’s admissions, and refuses past it', async () => {
+    await db.query(`UPDATE plans SET monthly_call_quota = 10, rate_limit_per_minute = 100 WHERE name = 'free'`);
     const now = Date.now();
     const today = new Date(now).toISOString().slice(0, 10);
     const lastMonth = new Date(windowBounds('month', now).start - 86_400_000).toISOString().slice(0, 10);
     await seedCalls(free, 7, today); // written by other sidecars this month
     await seedCalls(free, 500, lastMonth); // last month does not count
-    const q = new QuotaTracker();
-    await q.refresh(db, now);
-    expect(q.used(free, now)).toBe(7);
-    expect([q.take(free, 10, now), q.take(free, 10, now), q.take(free, 10, now)]).toEqual([true, true, true]);
-    expect(q.take(free, 10, now)).toBe(false);
-    // Another sidecar's calls become visible at the next refresh.
-    await seedCalls(free, 3, today);
-    await q.refresh(db, now);
-    expect(q.used(free, now)).toBe(10);
-    expect(q.take(pro, null, now)).toBe(true); // no quota
+    const { admit, ledger } = await admissions(db);
+    const who = { keyId: 'aaaaaaaaaaaa', accountId: free, accountName: 'f', plan: 'free' };
+    const results = [await admit(who), await admit(who), await admit(who), await admit(who)];
+    expect(results.map((r) => r.ok)).toEqual([true, true, true, false]);
+    const refused = results[3]!;
+    expect(refused).toMatchObject({ ok: false, status: 429, code: 'quota_exceeded' });
+    expect(refused.ok === false && refused.message).toMatch(/monthly quota of 10 proxied calls on the free plan/);
+    expect(refused.headers['ratelimit-limit']).toBe('100');
+    expect(refused.headers['ratelimit-remaining']).toBe('97'); // the refused call took no slot
+    const retry = Number(refused.headers['retry-after']);
+    expect(Math.abs(retry - (windowBounds('month', Date.now()).end - Date.now()) / 1000)).toBeLessThan(5);
+    // The principal carries its plan: on Pro (no quota) the call passes.
+    expect((await admit({ ...who, plan: 'pro' })).ok).toBe(true);
+    await ledger.stop();
   });
 
-  it('counts each call it admitted exactly once: locally until a re-read shows its event, then only there', async () => {
-    await db.query(`UPDATE plans SET monthly_call_quota = 100 WHERE name = 'free'`);
+  it('counts each call it admitted exactly once: in its lease until the database shows its event, then only there', async () => {
+    await db.query(`UPDATE plans SET monthly_call_quota = 5 WHERE name = 'free'`);
     const [{ id: own }] = (await db.query<{ id: string }>(
       `INSERT INTO accounts (name) VALUES ('f2') RETURNING id`,
     )) as [{ id: string }];
-    const q = new QuotaTracker();
-    await q.refresh(db);
-    const base = q.used(own);
+    const { admit, ledger } = await admissions(db);
+    const who = { keyId: 'cccccccccccc', accountId: own, accountName: 'f2', plan: 'free' };
     const time = new Date();
-    const calls = [0, 1, 2].map(() => ({ id: uuidv7(time.getTime()), time }));
-    for (const c of calls) expect(q.take(own, 100, Date.now(), c)).toBe(true);
-    expect(q.used(own)).toBe(base + 3);
-    await q.refresh(db); // nothing written yet: still counted here
-    expect(q.used(own)).toBe(base + 3);
-    for (const [i, c] of calls.entries()) {
-      const [event] = makeEvents(1, i + 1, { id: c.id, time: c.time.toISOString(), accountId: own });
+    const ids = [0, 1, 2].map(() => uuidv7(time.getTime()));
+    for (const id of ids) expect((await admit(who, id)).ok).toBe(true);
+    const quota = () => ledger.leases().find((l) => l.spec.key === `quota:${own}`)!;
+    for (const [i, id] of ids.entries()) {
+      const [event] = makeEvents(1, i + 1, { id, time: time.toISOString(), accountId: own });
+      ledger.settle(id, () => undefined, event!.time);
       await insertBatch(db, [event!]);
-      await q.refresh(db);
-      expect(q.used(own)).toBe(base + 3); // moved from the local count to the re-read one
+      await ledger.sync(Date.now() + 5_000); // idle: the lease checks which events are written
+      // Moved from the lease to the database's count, never both, never neither.
+      expect(quota().used + quota().held).toBe(3n);
+      expect(quota().used).toBe(BigInt(i + 1));
     }
-    await q.refresh(db);
-    expect(q.used(own)).toBe(base + 3);
+    // Two more fit the quota of 5, not three.
+    const more = [await admit(who), await admit(who), await admit(who)];
+    expect(more.map((r) => r.ok)).toEqual([true, true, false]);
+    await ledger.stop();
   });
 
-  it('admission answers rate_limited and quota_exceeded with Retry-After and RateLimit headers; an upgrade frees calls', async () => {
-    await db.query(`UPDATE plans SET monthly_call_quota = 12, rate_limit_per_minute = 100 WHERE name = 'free'`);
-    const book = new PlanBook();
-    await book.refresh(db);
-    const quota = new QuotaTracker();
-    await quota.refresh(db);
-    const adm = new Admissions(book, new RateLimiter(), quota);
-    const who = { keyId: 'aaaaaaaaaaaa', accountId: free, accountName: 'f', plan: 'free' };
-    const now = Date.now();
-    const results = Array.from({ length: 3 }, () => adm.admit(who, { now }));
-    expect(results.map((r) => r.ok)).toEqual([true, true, false]); // 10 written + 2 admitted
-    const refused = results[2]!;
-    expect(refused).toMatchObject({ ok: false, status: 429, code: 'quota_exceeded' });
-    expect(refused.headers['ratelimit-limit']).toBe('100');
-    const retry = Number(refused.headers['retry-after']);
-    expect(retry).toBe(Math.ceil((windowBounds('month', now).end - now) / 1000));
-    expect(refused.ok === false && refused.message).toMatch(/monthly quota of 12 proxied calls on the free plan/);
-    expect(adm.admit({ ...who, plan: 'pro' }, { now }).ok).toBe(true); // the principal carries the new plan
-
+  it('per-minute limits of a key and of an account, from the plan or an override', async () => {
     await db.query(`UPDATE plans SET rate_limit_per_minute = 2 WHERE name = 'pro'`);
-    await book.refresh(db);
-    const proWho = { ...who, keyId: 'bbbbbbbbbbbb', accountId: pro, plan: 'pro' };
-    const t = Date.UTC(2026, 10, 21, 12, 0, 50);
-    expect(adm.admit(proWho, { now: t })).toMatchObject({
+    const { admit, overrides, ledger } = await admissions(db);
+    const who = { keyId: 'bbbbbbbbbbbb', accountId: pro, accountName: 'p', plan: 'pro' };
+    expect(await admit(who)).toMatchObject({
       ok: true,
-      headers: { 'ratelimit-remaining': '1', 'ratelimit-reset': '10' },
+      headers: { 'ratelimit-limit': '2', 'ratelimit-remaining': '1' },
     });
-    adm.admit(proWho, { now: t });
-    expect(adm.admit(proWho, { now: t })).toMatchObject({
-      ok: false,
-      code: 'rate_limited',
-      headers: { 'retry-after': '10', 'ratelimit-remaining': '0' },
-    });
+    await admit(who);
+    const refused = await admit(who);
+    expect(refused).toMatchObject({ ok: false, code: 'rate_limited', headers: { 'ratelimit-remaining': '0' } });
+    expect(refused.ok === false && refused.message).toMatch(/rate limit of 2 calls a minute per key/);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(59);
+    // An override for this key lifts it; one for the account caps all its keys together.
+    await db.query(
+      `INSERT INTO limit_overrides (account_id, key_id, calls_per_minute) VALUES ($1, 'bbbbbbbbbbbb', 5), ($1, '', 4)`,
+      [pro],
+    );
+    await overrides.reload(db);
+    const other = { ...who, keyId: 'dddddddddddd' };
+    const seq = [await admit(who), await admit(who), await admit(other), await admit(other), await admit(who)];
+    // The key's 3rd and 4th of 5; the other key's 1st and 2nd of the plan's 2; then the account's
+    // 4 are used, though the first key has room left.
+    expect(seq.map((r) => r.ok)).toEqual([true, true, true, true, false]);
+    const last = seq[4]!;
+    expect(last.ok === false && last.message).toMatch(/rate limit of 4 calls a minute for account p/);
+    await ledger.stop();
   });
 });

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BudgetMonitor } from '../../src/budget/monitor.js';
-import { QuotaTracker } from '../../src/plans/quota.js';
+import { ChangeWatcher } from '../../src/fleet/index.js';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { insertBatch } from '../../src/store/event-batch.js';
 import { lockPath, readLock, StoreLockedError } from '../../src/store/lockfile.js';
@@ -107,15 +107,15 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
     }
   });
 
-  it('the quota and budget re-reads of every flush interval are named statements too', async () => {
+  it('the budget re-read of every flush interval and the change counter are named statements too', async () => {
     const url = await createTestDatabase();
     const db = openPostgres(url, { max: 1 });
     try {
       await migrate(db);
-      const quota = new QuotaTracker();
+      const changes = new ChangeWatcher(db, silentLogger, 50);
       const budgets = new BudgetMonitor(db, silentLogger, { intervalMs: 50 });
       for (let i = 0; i < 3; i++) {
-        await quota.refresh(db);
+        await changes.check();
         await budgets.refresh();
       }
       const prepared = await db.query<{ name: string; calls: number }>(
@@ -123,7 +123,7 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
       );
       expect(prepared).toEqual([
         { name: 'meter_budget_states', calls: 3 },
-        { name: 'meter_quota_counts', calls: 3 },
+        { name: 'meter_changes_version', calls: 3 },
       ]);
     } finally {
       await db.close();
