@@ -4,6 +4,7 @@ import { registerKeys } from './commands/keys.js';
 import { registerAlerts } from './commands/alerts.js';
 import { registerBudget } from './commands/budget.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerLimits } from './commands/limits.js';
 import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
 import { registerStart } from './commands/start.js';
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerMigrate(program);
   registerPricing(program);
   registerPlans(program);
+  registerLimits(program);
   registerAccounts(program);
   registerKeys(program);
   registerBudget(program);

@@ -11,6 +11,8 @@ const positive = (flag: string) => (v: string) => {
   return Number(v);
 };
 
+const orUnlimited = (flag: string) => (v: string) => (v === 'unlimited' ? v : positive(flag)(v));
+
 function toRow(p: Plan) {
   return {
     name: p.name,
@@ -19,6 +21,9 @@ function toRow(p: Plan) {
     retention_days: p.rawRetentionDays,
     rollup_months: p.rollupRetentionMonths,
     rate_limit_per_min: p.rateLimitPerMinute,
+    tokens_per_min: p.tokensPerMinute,
+    account_calls_per_min: p.accountCallsPerMinute,
+    account_tokens_per_min: p.accountTokensPerMinute,
     analytics: p.analytics,
     hard_cap: p.hardCap,
   };
@@ -39,6 +44,9 @@ export function registerPlans(program: Command): void {
             rows.map((r) => ({
               ...r,
               monthly_calls: r.monthly_calls ?? 'unlimited',
+              tokens_per_min: r.tokens_per_min ?? 'none',
+              account_calls_per_min: r.account_calls_per_min ?? 'none',
+              account_tokens_per_min: r.account_tokens_per_min ?? 'none',
               analytics: r.analytics.join(','),
             })),
             [
@@ -48,6 +56,9 @@ export function registerPlans(program: Command): void {
               'retention_days',
               'rollup_months',
               'rate_limit_per_min',
+              'tokens_per_min',
+              'account_calls_per_min',
+              'account_tokens_per_min',
               'analytics',
               'hard_cap',
             ],
@@ -57,13 +68,26 @@ export function registerPlans(program: Command): void {
   plans
     .command('set <plan>')
     .description("change a plan's limits; every sidecar applies them within seconds")
-    .option('--monthly-calls <n>', 'proxied calls a month, or "unlimited"', (v: string) =>
-      v === 'unlimited' ? v : positive('--monthly-calls')(v),
-    )
+    .option('--monthly-calls <n>', 'proxied calls a month, or "unlimited"', orUnlimited('--monthly-calls'))
     .option('--max-keys <n>', 'active service keys per account', positive('--max-keys'))
     .option('--retention-days <n>', 'days raw events are kept', positive('--retention-days'))
     .option('--rollup-months <n>', 'months daily rollups are kept', positive('--rollup-months'))
     .option('--rate-limit <n>', 'calls a minute per key', positive('--rate-limit'))
+    .option(
+      '--tokens-per-minute <n>',
+      'input + output tokens a minute per key, or "unlimited"',
+      orUnlimited('--tokens-per-minute'),
+    )
+    .option(
+      '--account-calls-per-minute <n>',
+      'calls a minute per account (all its keys), or "unlimited"',
+      orUnlimited('--account-calls-per-minute'),
+    )
+    .option(
+      '--account-tokens-per-minute <n>',
+      'tokens a minute per account (all its keys), or "unlimited"',
+      orUnlimited('--account-tokens-per-minute'),
+    )
     .option(
       '--analytics <list>',
       `analytics endpoints included, comma-separated: ${ANALYTICS.join(',')}`,
@@ -87,7 +111,7 @@ export function registerPlans(program: Command): void {
       const { json, ...edits } = opts;
       if (Object.values(edits).every((v) => v === undefined)) {
         throw new UsageError(
-          'nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --analytics, --hard-cap',
+          'nothing to change: give at least one of --monthly-calls, --max-keys, --retention-days, --rollup-months, --rate-limit, --tokens-per-minute, --account-calls-per-minute, --account-tokens-per-minute, --analytics, --hard-cap',
         );
       }
       await withStore(async (store) => {

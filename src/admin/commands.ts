@@ -6,6 +6,7 @@ import { createAccount, deleteAccount, listAccounts, setAccountPlan } from '../a
 import { createKey, listKeys, revokeKey, rotateKey } from '../auth/keys.js';
 import { clearBudget, setBudget, showBudget } from '../budget/admin.js';
 import { parseBudgetUsd } from '../money.js';
+import { setLimits, showLimits } from '../fleet/admin.js';
 import { loadPlans, updatePlan, PLAN_ANALYTICS } from '../plans/plans.js';
 import { reconcileAdminCommands } from '../reconcile/admin.js';
 import type { Db } from '../store/types.js';
@@ -73,11 +74,26 @@ export const adminCommands = {
       retentionDays: count.optional(),
       rollupMonths: count.optional(),
       rateLimit: count.optional(),
+      tokensPerMinute: z.union([count, z.literal('unlimited')]).optional(),
+      accountCallsPerMinute: z.union([count, z.literal('unlimited')]).optional(),
+      accountTokensPerMinute: z.union([count, z.literal('unlimited')]).optional(),
       analytics: z.array(z.enum(PLAN_ANALYTICS)).optional(),
       hardCap: z.boolean().optional(),
     }),
     (db, { plan, ...edits }) => updatePlan(db, plan, edits),
   ),
+
+  'limits.set': command(
+    z.strictObject({
+      account: name,
+      key: z.string().min(1).max(64).optional(),
+      callsPerMinute: z.union([count, z.literal('plan')]).optional(),
+      tokensPerMinute: z.union([count, z.literal('plan')]).optional(),
+    }),
+    (db, a) =>
+      setLimits(db, a.account, a.key, { callsPerMinute: a.callsPerMinute, tokensPerMinute: a.tokensPerMinute }),
+  ),
+  'limits.show': command(account, (db, a) => showLimits(db, a.account)),
 
   'accounts.delete': command(z.strictObject({ name, force: z.boolean() }), (db, a) =>
     deleteAccount(db, a.name, a.force),
