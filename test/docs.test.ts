@@ -19,7 +19,6 @@ const page = (name: string) => readFileSync(join(packageRoot, name), 'utf8');
 const WRITTEN_ELSEWHERE = new Set([
   'docs/security.md',
   'docs/architecture.md',
-  'docs/fleet.md',
   'docs/reconciliation.md',
   'docs/export.md',
   'docs/opentelemetry.md',
