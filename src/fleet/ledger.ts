@@ -115,7 +115,8 @@ export class FleetLedger {
   /** Asks the database until the slice covers `units`, the fleet has no room for them, or the
    *  wait bound passes. */
   async #obtain(lease: Lease, units: bigint): Promise<Verdict> {
-    const deadline = Date.now() + this.waitMs;
+    const started = Date.now();
+    const deadline = started + this.waitMs;
     lease.waiting += units;
     try {
       for (;;) {
@@ -133,10 +134,15 @@ export class FleetLedger {
           if (lease.available(Date.now()) >= units) return { ok: true };
           return { ok: false, limit: lease.spec, offline: lease.offline };
         }
-        if (lease.available(Date.now()) >= units) return { ok: true };
-        // Room only if every unused slice came back: refused when even that is not enough.
-        if (lease.remaining() < units || Date.now() >= deadline)
-          return { ok: false, limit: lease.spec, offline: false };
+        const now = Date.now();
+        if (lease.available(now) >= units) return { ok: true };
+        const refused: Verdict = { ok: false, limit: lease.spec, offline: false };
+        // What the database counts leaves no room, or no other sidecar holds anything: final.
+        if (lease.spec.amount - lease.used < units || lease.othersGranted === 0n) return refused;
+        // Other sidecars hold slices, and what they spent may have shrunk since they last wrote:
+        // they give back and write afresh at their next sync, then the figures decide.
+        if (now - started >= 2 * this.opts.syncMs && lease.remaining() < units) return refused;
+        if (now >= deadline) return refused;
         await new Promise((r) => setTimeout(r, POLL_MS));
       }
     } finally {
@@ -165,7 +171,7 @@ export class FleetLedger {
   /** One lease statement, after any running one for the same lease. */
   #statement(lease: Lease, need: bigint): Promise<void> {
     lease.pending++;
-    const grant = () => this.#grant(lease, need > lease.waiting ? need : lease.waiting);
+    const grant = () => this.#grant(lease, need, need > lease.waiting ? need : lease.waiting);
     const run = lease.busy.then(grant, grant).finally(() => lease.pending--);
     lease.busy = run.catch(() => {});
     return run;
@@ -176,7 +182,7 @@ export class FleetLedger {
    * it shows), what the other sidecars hold, then this sidecar's new slice. `need`: units a
    * waiting call needs; 0 to renew, top up or give back.
    */
-  async #grant(lease: Lease, need: bigint): Promise<void> {
+  async #grant(lease: Lease, need: bigint, total: bigint): Promise<void> {
     const { spec } = lease;
     const started = Date.now();
     const ended = lease.ended();
@@ -224,8 +230,8 @@ export class FleetLedger {
       lease.used = BigInt(row!.used);
       lease.othersGranted = BigInt(row!.others_granted);
       lease.othersHeld = BigInt(row!.others_held);
-      const granted = this.#slice(lease, need, started);
-      const wants = granted - lease.held < need && lease.remaining() >= need ? need : 0n;
+      const granted = this.#slice(lease, need, total, started);
+      const wants = granted - lease.held < need && lease.othersGranted > 0n ? total : 0n;
       // A smaller slice applies at once; a larger one once it is committed.
       const before = lease.granted;
       if (granted < before) lease.granted = granted;
@@ -240,24 +246,26 @@ export class FleetLedger {
   }
 
   /** The slice to hold: what is spent, plus what the next calls need, within what is left. */
-  #slice(lease: Lease, need: bigint, now: number): bigint {
+  #slice(lease: Lease, need: bigint, total: bigint, now: number): bigint {
     const { spec } = lease;
     const unleased = spec.amount - lease.used - lease.othersGranted - lease.held;
-    const idle = now - lease.lastTake >= this.opts.idleMs && need === 0n;
+    const idle = now - lease.lastTake >= this.opts.idleMs && total === 0n;
     let free: bigint;
     if (idle || this.#stopping) free = 0n;
-    else if (now < lease.tightUntil) free = need;
+    else if (now < lease.tightUntil) free = total;
     else {
       // The recent pace twice over, or a hundredth of the limit; never more than half of what
-      // is left while that leaves the need, so other sidecars find room too.
+      // is left while that leaves what the waiting calls need, so other sidecars find room too.
       const pace = lease.recent * 2n > spec.amount / 100n ? lease.recent * 2n : spec.amount / 100n;
-      const want = need + pace;
-      const half = unleased / 2n > need ? unleased / 2n : need;
+      const want = total + pace;
+      const half = unleased / 2n > total ? unleased / 2n : total;
       free = want < half ? want : half;
     }
     lease.recent = 0n;
     if (free > unleased) free = unleased;
-    if (free < 0n) free = 0n;
+    // A slice that cannot cover even the call that asked is not taken: two sidecars each holding
+    // part of what both wait for would each wait for the other.
+    if (free < 0n || free < need) free = 0n;
     return lease.held + free;
   }
 
@@ -313,13 +321,15 @@ export class FleetLedger {
     if (this.#syncing) return;
     this.#syncing = true;
     try {
+      // Slices with room this sidecar does not use (what its calls spent may have shrunk since it
+      // last wrote): another sidecar waiting for room gets it back at once.
       const holding = [...this.#leases.values()].filter((l) => l.free > 0n && now < l.validUntil);
       const wanted = new Set<string>();
       if (holding.length > 0) {
         const rows = await this.db.query<{ limit_key: string; window_start: Date }>(
           `SELECT DISTINCT w.limit_key, w.window_start FROM fleet_leases w
              JOIN fleet_leases m ON m.limit_key = w.limit_key AND m.window_start = w.window_start
-            WHERE m.holder = $1 AND m.granted > m.held AND w.holder <> $1 AND w.wants > 0 AND w.expires_at > now()`,
+            WHERE m.holder = $1 AND w.holder <> $1 AND w.wants > 0 AND w.expires_at > now()`,
           [this.holder],
           { name: 'meter_fleet_wanted' },
         );

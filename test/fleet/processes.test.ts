@@ -142,7 +142,7 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
           METER_FLUSH_INTERVAL_MS: '100',
           METER_KEY_REFRESH_MS: '300',
           METER_FLEET_LEASE_MS: String(LEASE_MS),
-          METER_FLEET_SYNC_MS: '100',
+          METER_FLEET_SYNC_MS: '250',
           METER_LOG_LEVEL: 'warn',
         });
         atFileEnd(() => d.stop('SIGKILL'));
