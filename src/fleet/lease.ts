@@ -57,7 +57,8 @@ export class Lease {
   /** Statements queued or running, and the units of the calls waiting for one. */
   pending = 0;
   waiting = 0n;
-  /** The database is unreachable and the lease lapsed: the last figures stand in (open limits). */
+  /** The database did not answer the last statement: past the slice, the last figures stand in
+   *  (open limits). */
   offline = false;
 
   constructor(public spec: LimitSpec) {}
@@ -79,12 +80,13 @@ export class Lease {
   /** Units this sidecar may spend now without asking the database. */
   available(now: number): bigint {
     this.cool(now);
-    if (now < this.validUntil) return this.free;
+    const slice = now < this.validUntil ? this.free : 0n;
     if (this.offline && this.spec.offline === 'open') {
       // As though alone: the limit less what the database last counted and this sidecar holds.
-      return this.spec.amount - this.used - this.held;
+      const alone = this.spec.amount - this.used - this.held;
+      return alone > slice ? alone : slice;
     }
-    return 0n;
+    return slice;
   }
 
   take(id: string, units: bigint, now: number): void {

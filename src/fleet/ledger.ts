@@ -130,9 +130,9 @@ export class FleetLedger {
           await this.#statement(lease, units);
         } catch (err) {
           this.#unreachable(err);
-          lease.offline = Date.now() >= lease.validUntil;
+          lease.offline = true;
           if (lease.available(Date.now()) >= units) return { ok: true };
-          return { ok: false, limit: lease.spec, offline: lease.offline };
+          return { ok: false, limit: lease.spec, offline: true };
         }
         const now = Date.now();
         if (lease.available(now) >= units) return { ok: true };

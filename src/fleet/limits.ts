@@ -192,7 +192,7 @@ function refusal(
       code: 'budget_exceeded',
       message: v.offline
         ? `the hard cap of account ${b.account} cannot confirm room for this call: the database is unreachable ` +
-          'and this sidecar holds no slice of the budget; calls resume when it answers'
+          "and this sidecar's slice of the budget is used up or lapsed; calls resume when it answers"
         : `the monthly budget of $${b.budget} for account ${b.account} is reached ` +
           `($${formatUnits(lease.used)} spent in ${b.month}, plus calls in flight across the fleet); the hard cap ` +
           'refuses calls until the next month or a higher budget (meter budget set)',
