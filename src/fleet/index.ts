@@ -45,6 +45,17 @@ export function createFleet(
       event.time,
     );
   });
+  const m = ctx.metrics;
+  m.counter('meter_fleet_lease_statements_total', 'Lease statements run against the database', ['result'], (emit) => {
+    emit({ result: 'ok' }, ledger.stats.statements);
+    emit({ result: 'failed' }, ledger.stats.failures);
+  });
+  m.counter('meter_fleet_waits_total', 'Calls that waited for a lease statement before admission', [], (emit) =>
+    emit({}, ledger.stats.waits),
+  );
+  m.gauge('meter_fleet_leases', 'Fleet limits this sidecar holds a lease of', [], (emit) =>
+    emit({}, ledger.leases().length),
+  );
   const component: Component = {
     name: 'fleet',
     stop: () => ledger.stop(),

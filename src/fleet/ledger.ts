@@ -45,6 +45,8 @@ export class FleetLedger {
   #syncing = false;
   #warned = false;
   #downUntil = 0;
+  /** For /metrics: lease statements run and failed, calls that waited for the database. */
+  readonly stats = { statements: 0, failures: 0, waits: 0 };
 
   constructor(
     private readonly db: Db,
@@ -71,6 +73,7 @@ export class FleetLedger {
   admit(callId: string, needs: Need[], now = Date.now()): Verdict | Promise<Verdict> {
     const leases = needs.map((n) => this.lease(n.spec));
     if (this.#tryTakeAll(callId, needs, leases, now)) return { ok: true };
+    this.stats.waits++;
     return this.#admitSlowly(callId, needs, leases);
   }
 
@@ -172,7 +175,16 @@ export class FleetLedger {
   #statement(lease: Lease, need: bigint): Promise<void> {
     lease.pending++;
     const grant = () => this.#grant(lease, need, need > lease.waiting ? need : lease.waiting);
-    const run = lease.busy.then(grant, grant).finally(() => lease.pending--);
+    const run = lease.busy
+      .then(grant, grant)
+      .then(
+        () => void this.stats.statements++,
+        (err: unknown) => {
+          this.stats.failures++;
+          throw err;
+        },
+      )
+      .finally(() => lease.pending--);
     lease.busy = run.catch(() => {});
     return run;
   }
