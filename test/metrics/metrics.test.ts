@@ -230,6 +230,7 @@ describe('GET /metrics on the daemon port (no allow-list)', () => {
       'le',
       'provider',
       'reason',
+      'result',
       'status_class',
       'store',
       'usage_source',
