@@ -22,7 +22,7 @@ async function ledgers(n: number) {
   atFileEnd(() => db.close());
   await migrate(db);
   return Array.from({ length: n }, () => {
-    const ledger = new FleetLedger(db, quiet, { ttlMs: 5_000, syncMs: 50, idleMs: 60_000 });
+    const ledger = new FleetLedger(db, quiet, { ttlMs: 5_000, syncMs: 250, idleMs: 60_000 });
     atFileEnd(() => ledger.stop());
     return ledger;
   });
