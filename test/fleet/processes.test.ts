@@ -9,88 +9,27 @@ import type { Db } from '../../src/store/types.js';
 import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
 import { ensureBuilt, spawnDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { eventually, sleep } from '../helpers/fleet.js';
+import { ACTUAL, answer, answerAfter, burst, post, WORST, WORST_TOKENS } from '../helpers/burst.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/upstreams.js';
 
-// Three `meter start` processes on one PostgreSQL database (CONTRACT §6 "The fleet"). Every call
-// is the same request: gpt-4o ($2.50 / MTok in, $10 / MTok out), max_tokens 500, so its worst
-// case is known: ⌈bytes ÷ 3⌉ input tokens and 500 output tokens. It really uses 100 + 400.
+// Three `meter start` processes on one PostgreSQL database (CONTRACT §6 "The fleet"), 64 calls at
+// once with a known worst case (test/helpers/burst.ts) spread over them.
 const SIDECARS = 3;
-const CALLS = 64;
 /** Each limit is set so that exactly this many calls fit at once. */
 const FIT = 20;
 const LEASE_MS = 3_000;
-const BODY = JSON.stringify({ model: 'gpt-4o', max_tokens: 500, messages: [{ role: 'user', content: 'hello' }] });
-const WORST_TOKENS = Math.ceil(Buffer.byteLength(BODY) / 3) + 500;
-const WORST = toUnits(String(Math.ceil(Buffer.byteLength(BODY) / 3) * 2.5 + 500 * 10)) / 1_000_000n;
-const ACTUAL = toUnits('0.00425');
 
 let db: Db;
 let upstream: FakeUpstream;
 let daemons: RunningDaemon[];
 const keys: Record<string, string> = {};
-
-/** A chat completion with the fixed usage, answered once `gate` opens. */
-function answerAfter(gate: Promise<unknown>): void {
-  upstream.respond(async (_req, res) => {
-    await gate;
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'chatcmpl-1',
-        object: 'chat.completion',
-        created: 1763726400,
-        model: 'gpt-4o-2024-08-06',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 100, completion_tokens: 400, total_tokens: 500 },
-      }),
-    );
-  });
-}
-
-const post = (daemon: RunningDaemon, key: string) =>
-  fetch(`${daemon.url}/proxy/openai/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'x-meter-key': key, authorization: 'Bearer sk-provider', 'content-type': 'application/json' },
-    body: BODY,
-  });
-
-interface Answer {
-  status: number;
-  code: string | undefined;
-  remaining: string | null;
-}
-const answer = async (res: Response): Promise<Answer> => ({
-  status: res.status,
-  code: ((await res.json()) as { error?: { code?: string } }).error?.code,
-  remaining: res.headers.get('ratelimit-remaining'),
-});
-
-/**
- * CALLS calls at once, spread over the sidecars. The provider holds every admitted call until
- * every call is decided (admitted ones reached it, refused ones were answered), so every
- * decision is taken while all admitted calls are in flight with their worst case reserved:
- * exactly FIT fit, and a refusal while the fleet had room shows as fewer.
- */
-async function burst(account: string): Promise<Answer[]> {
-  let open!: () => void;
-  const gate = new Promise<void>((r) => (open = r));
-  answerAfter(gate);
-  const before = upstream.requests.length;
-  let refused = 0;
-  const calls = Array.from({ length: CALLS }, async (_, i) => {
-    const res = await post(daemons[i % SIDECARS]!, keys[account]!);
-    if (res.status !== 200) refused++;
-    return answer(res);
-  });
-  await eventually(
-    async () => upstream.requests.length - before + refused === CALLS,
-    30_000,
-    'every call admitted or refused',
+const burstOn = (account: string) =>
+  burst(
+    upstream,
+    daemons.map((d) => d.url),
+    keys[account]!,
   );
-  open();
-  return Promise.all(calls);
-}
 
 const written = async (account: string) =>
   (
@@ -152,7 +91,7 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
   }, 90_000);
 
   it('the hard cap: exactly the calls whose worst case fits are admitted, and spend ends under the cap', async () => {
-    const answers = await burst('capped');
+    const answers = await burstOn('capped');
     const admitted = answers.filter((a) => a.status === 200).length;
     expect(answers.filter((a) => a.status !== 200).every((a) => a.status === 402 && a.code === 'budget_exceeded')).toBe(
       true,
@@ -165,7 +104,7 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
   }, 60_000);
 
   it('the monthly quota admits exactly its count across the fleet', async () => {
-    const answers = await burst('quota');
+    const answers = await burstOn('quota');
     expect(answers.filter((a) => a.status === 200)).toHaveLength(FIT);
     for (const a of answers.filter((x) => x.status !== 200))
       expect([a.status, a.code]).toEqual([429, 'quota_exceeded']);
@@ -173,27 +112,27 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
   }, 60_000);
 
   it('calls a minute per key: exactly the limit in the minute, and RateLimit-Remaining is the fleet’s', async () => {
-    const answers = await burst('calls');
+    const answers = await burstOn('calls');
     expect(answers.filter((a) => a.status === 200)).toHaveLength(FIT);
     for (const a of answers.filter((x) => x.status !== 200)) expect([a.status, a.code]).toEqual([429, 'rate_limited']);
     // Every sidecar reports the fleet's state: nothing left this minute.
     for (const d of daemons) {
-      const a = await answer(await post(d, keys.calls!));
+      const a = await answer(await post(d.url, keys.calls!));
       expect([a.status, a.remaining]).toEqual([429, '0']);
     }
   }, 60_000);
 
   it('tokens a minute per key: each call reserves its worst case, exactly the calls that fit are admitted', async () => {
-    const answers = await burst('tokens');
+    const answers = await burstOn('tokens');
     expect(answers.filter((a) => a.status === 200)).toHaveLength(FIT);
     for (const a of answers.filter((x) => x.status !== 200)) expect([a.status, a.code]).toEqual([429, 'rate_limited']);
   }, 60_000);
 
   it('a sidecar killed with -9 while holding a lease: its unused share comes back within two lease periods', async () => {
-    answerAfter(Promise.resolve());
+    answerAfter(upstream, Promise.resolve());
     const victim = daemons[2]!;
     // A few calls in a row make the victim lease a slice beyond them.
-    for (let i = 0; i < 3; i++) expect((await post(victim, keys.killed!)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await post(victim.url, keys.killed!)).status).toBe(200);
     await eventually(async () => (await written('killed')).requests === '3', 10_000, 'the victim’s calls written');
     const [lease] = await db.query<{ granted: string; held: string }>(
       `SELECT granted::text, held::text FROM fleet_leases
@@ -210,13 +149,13 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
     const t0 = Date.now();
     let admitted = 0;
     while (admitted < expected && Date.now() - t0 < 2 * LEASE_MS + 5_000) {
-      if ((await post(daemons[0]!, keys.killed!)).status === 200) admitted++;
+      if ((await post(daemons[0]!.url, keys.killed!)).status === 200) admitted++;
       else await sleep(100);
     }
     const ms = Date.now() - t0;
     console.info(`fleet: a killed sidecar's share came back in ${ms} ms (lease ${LEASE_MS} ms)`);
     expect(admitted).toBe(expected);
-    expect((await post(daemons[1]!, keys.killed!)).status).toBe(402); // and not one more
+    expect((await post(daemons[1]!.url, keys.killed!)).status).toBe(402); // and not one more
     expect(ms).toBeLessThan(2 * LEASE_MS + 5_000);
   }, 60_000);
 });
