@@ -1,6 +1,6 @@
 -- The fleet (docs/fleet.md): limits that hold across every sidecar sharing this database.
 
--- A change counter: every table a sidecar keeps in memory (plans, budgets, limit overrides)
+-- A change counter: every table a sidecar keeps in memory (plans, budgets, limit overrides, keys)
 -- bumps it in the same transaction as the change, so a sidecar re-reads them only when this one
 -- row moved (one primary-key read a second per sidecar, whatever the number of accounts).
 CREATE TABLE IF NOT EXISTS meter_changes (
@@ -19,7 +19,10 @@ CREATE TRIGGER plans_changed AFTER INSERT OR UPDATE OR DELETE ON plans
   FOR EACH STATEMENT EXECUTE FUNCTION meter_bump_changes();
 CREATE TRIGGER budgets_changed AFTER INSERT OR UPDATE OR DELETE ON budgets
   FOR EACH STATEMENT EXECUTE FUNCTION meter_bump_changes();
-CREATE TRIGGER accounts_plan_bumps AFTER UPDATE OF plan OR DELETE ON accounts
+CREATE TRIGGER accounts_changed AFTER INSERT OR UPDATE OR DELETE ON accounts
+  FOR EACH STATEMENT EXECUTE FUNCTION meter_bump_changes();
+-- Service keys too: a sidecar re-reads changed keys (revocations) when the counter moved.
+CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE ON api_keys
   FOR EACH STATEMENT EXECUTE FUNCTION meter_bump_changes();
 
 -- Per-minute limits beyond the per-key calls a minute every plan has: tokens a minute per key,

@@ -95,12 +95,32 @@ export class KeyCache implements Authenticator {
 
   /** Re-reads keys and accounts changed since the last refresh. Never throws. */
   refresh(): Promise<void> {
+    return this.reread().catch((err: unknown) => {
+      // Keys keep working from memory while the store is away; revocations wait for it.
+      this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'service keys: refresh failed');
+    });
+  }
+
+  /** The daemon's change watcher re-reads keys when the fleet's change counter moved (one read
+   *  for every kept table), in place of this cache's own timer. */
+  followChanges(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** The change watcher found nothing changed: what is in memory is current as of now. */
+  confirm(): void {
+    this.refreshedAt = Date.now();
+  }
+
+  /** Like refresh, but a failure rejects (the change watcher then tries again). */
+  reread(): Promise<void> {
     this.refreshing ??= this.readChanges().finally(() => (this.refreshing = undefined));
     return this.refreshing;
   }
 
   private async readChanges(): Promise<void> {
-    try {
+    {
       const rows = await this.db.query<KeyRow>(
         `${SELECT_KEYS} WHERE k.updated_at > $1::timestamptz - ${OVERLAP} OR a.updated_at > $1::timestamptz - ${OVERLAP}`,
         [this.watermark],
@@ -125,9 +145,6 @@ export class KeyCache implements Authenticator {
       for (const g of gone) later(g.changed_at);
       this.watermark = watermark;
       this.refreshedAt = Date.now();
-    } catch (err) {
-      // Keys keep working from memory while the store is away; revocations wait for it.
-      this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'service keys: refresh failed');
     }
   }
 

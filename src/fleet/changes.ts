@@ -11,6 +11,7 @@ import type { Db, Queryable } from '../store/types.js';
 export class ChangeWatcher implements Component {
   readonly name = 'changes';
   readonly #reloads: ((db: Queryable) => Promise<void>)[] = [];
+  readonly #unchanged: (() => void)[] = [];
   readonly #task: PeriodicTask;
   #seen: string | undefined;
 
@@ -22,9 +23,11 @@ export class ChangeWatcher implements Component {
     this.#task = new PeriodicTask(() => this.check(), { what: 'changes: re-read', logger, pauseMs: intervalMs });
   }
 
-  /** `reload` runs at start and after every change. */
-  watch(reload: (db: Queryable) => Promise<void>): void {
+  /** `reload` runs at start and after every change; `unchanged` after a check that found none
+   *  (what was read is confirmed current). */
+  watch(reload: (db: Queryable) => Promise<void>, unchanged?: () => void): void {
     this.#reloads.push(reload);
+    if (unchanged) this.#unchanged.push(unchanged);
   }
 
   async check(): Promise<boolean> {
@@ -32,7 +35,10 @@ export class ChangeWatcher implements Component {
       name: 'meter_changes_version',
     });
     const version = row?.version ?? '0';
-    if (version === this.#seen) return false;
+    if (version === this.#seen) {
+      for (const confirm of this.#unchanged) confirm();
+      return false;
+    }
     // Read before reloading: a change committed meanwhile moves the counter again.
     for (const reload of this.#reloads) await reload(this.db);
     this.#seen = version;

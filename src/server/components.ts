@@ -1,4 +1,5 @@
 import { createAlertDeliverer } from '../alerts/index.js';
+import { acquireKeyCache, releaseKeyCache } from '../auth/cache.js';
 import { analyticsComponent } from '../analytics/index.js';
 import { createBudgetMonitor } from '../budget/index.js';
 import type { DaemonContext, StartComponent } from '../component.js';
@@ -40,6 +41,14 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   // The fleet's limits (rate limits, quota, hard cap) as leases; it stops after the proxy, so
   // every slice goes back once the calls in flight have ended.
   const fleet = createFleet(ctx, { plans: plans.book, changes, budgets: budget, metering, ledger: opts.ledger });
+  // Service keys, re-read when the change counter moved instead of on a timer of their own.
+  const keys = await acquireKeyCache(ctx.store, { refreshMs: ctx.config.keyRefreshMs, logger: ctx.logger });
+  keys.followChanges();
+  changes.watch(
+    () => keys.reread(),
+    () => keys.confirm(),
+  );
+  await start({ name: 'keys', stop: () => releaseKeyCache(ctx.store) });
   await start(changes);
   await start(fleet.component);
   await start(await proxyComponent(ctx, { metering: metering.metering, admission: fleet.admissions }));
