@@ -3,6 +3,7 @@ import { registerAccounts } from './commands/accounts.js';
 import { registerKeys } from './commands/keys.js';
 import { registerAlerts } from './commands/alerts.js';
 import { registerBudget } from './commands/budget.js';
+import { registerBudgets } from './commands/budgets.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerPlans } from './commands/plans.js';
 import { registerPricing } from './commands/pricing.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerAccounts(program);
   registerKeys(program);
   registerBudget(program);
+  registerBudgets(program);
   registerAlerts(program);
   registerConfig(program);
   registerTop(program);

@@ -180,3 +180,12 @@ export function currentMonth(now: Date = new Date()): MonthWindow {
 export function currentPeriod(now: Date, period: Period): { from: string; to: string } {
   return windowDays(period, now);
 }
+
+/** An instant as ISO 8601 with the zone's offset at that instant: `2026-03-01T00:00:00+05:30`. */
+export function isoInZone(instant: number, zone: TimeZone): string {
+  const offset = zoneOffsetMs(instant, zone);
+  const local = new Date(instant + offset).toISOString().slice(0, 19);
+  const minutes = Math.round(Math.abs(offset) / 60_000);
+  const sign = offset < 0 ? '-' : '+';
+  return `${local}${sign}${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
+}
