@@ -8,6 +8,9 @@ import { formatUnits, toUnits } from '../money.js';
 import type { Queryable } from '../store/types.js';
 import type { BudgetAction, Scope, ScopeKind } from './scope.js';
 
+/** The account budget's id in budget_definitions (sql/130): 'acct_' + 12 hex digits of the account id. */
+export const accountBudgetId = (accountId: string): string => `acct_${accountId.replace(/-/g, '').slice(0, 12)}`;
+
 export interface BudgetDef {
   id: string;
   accountId: string;

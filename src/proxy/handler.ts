@@ -53,19 +53,21 @@ export interface Admitter {
   headers?(principal: Principal): Record<string, string>;
 }
 
-/** The Pro hard cap (src/budget/hard-cap.ts): needs the request body before admitting a call. */
+/** The hard caps (src/budget/gate.ts): need the request body before admitting a call. */
 export interface HardCapAdmitter {
   applies(accountId: string): boolean;
   admit(call: {
     id: string;
     accountId: string;
+    keyId: string;
+    tags: Record<string, string>;
     provider: ProviderSlug;
     path: string;
     body: Buffer | undefined;
     bodyBytes: number;
     head?: Buffer;
     time: Date;
-  }): { ok: true } | { ok: false; message: string };
+  }): { ok: true; wouldBlock?: string[] } | { ok: false; message: string };
   /** Frees an admitted call's reservation when no usage event will settle it. */
   release(accountId: string, id: string): void;
 }
@@ -230,6 +232,8 @@ export function createProxyHandler(deps: ProxyDeps) {
         const decision = hardCap.admit({
           id,
           accountId: principal.accountId,
+          keyId: principal.keyId,
+          tags: tags.tags,
           provider: target.slug,
           path,
           body,
@@ -238,6 +242,8 @@ export function createProxyHandler(deps: ProxyDeps) {
           time,
         });
         if (!decision.ok) return { status: 402, code: 'budget_exceeded', message: decision.message };
+        // Shadow budgets this call would have met refused: flagged on its event.
+        if (decision.wouldBlock) start.wouldBlock = decision.wouldBlock;
         // Reserved until the call's usage event settles it; freed at once if no event will come.
         call.release = () => hardCap.release(principal.accountId, id);
         return undefined;

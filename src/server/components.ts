@@ -1,6 +1,6 @@
 import { createAlertDeliverer } from '../alerts/index.js';
 import { analyticsComponent } from '../analytics/index.js';
-import { createBudgetMonitor, createHardCap } from '../budget/index.js';
+import { createBudgetGate, createBudgetMonitor, createHardCap, createScopedMonitor } from '../budget/index.js';
 import type { DaemonContext, StartComponent } from '../component.js';
 import { daemonMetering, type MeteringDeps } from '../metering/index.js';
 import { otelComponent } from '../otel/index.js';
@@ -34,14 +34,17 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   // Month-to-date spend per budgeted account and the 50/80/100% alerts.
   const budget = await start(createBudgetMonitor(ctx));
   const hardCap = createHardCap(budget, metering);
-  await start(await proxyComponent(ctx, { metering: metering.metering, admission: plans.admissions, hardCap }));
+  // Every budget (any scope, window and zone): spend, alerts, and the block and shadow gate.
+  const budgets = await start(createScopedMonitor(ctx));
+  const gate = createBudgetGate(ctx, hardCap, budgets, metering);
+  await start(await proxyComponent(ctx, { metering: metering.metering, admission: plans.admissions, hardCap: gate }));
   await start(await analyticsComponent(ctx));
   // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
   await start(aggregateRefresher(ctx));
   await start(createAlertDeliverer(ctx));
   // Reconciliation against the providers' own reports, daily, when an admin key is set.
   await start(reconcileJob(ctx));
-  return { metering, plans, budget, hardCap };
+  return { metering, plans, budget, hardCap, budgets, gate };
 }
 
 /** The daemon as shipped (meter start). */
