@@ -19,9 +19,6 @@ import type { HardCap, HardCapCall } from './hard-cap.js';
 import { scopeText } from './scope.js';
 import type { ScopedBudgetMonitor } from './scoped-monitor.js';
 
-/** How long an ended call's cost is counted here on top of the read spend. */
-const RECENT_MS = 5_000;
-
 export interface GateCall extends HardCapCall {
   keyId?: string;
   tags?: Record<string, string>;
@@ -39,9 +36,10 @@ export class BudgetGate {
   /** Refusals per budget id (block: refused; shadow: would have been), for /metrics. */
   readonly refusals = new Map<string, { action: 'block' | 'shadow'; count: number }>();
   readonly #inFlight = new Map<string, Held>();
-  /** Per budget: worst cases in flight plus recent real costs (units). */
+  /** Per budget: worst cases in flight plus real costs not yet seen by the monitor (units). */
   readonly #pending = new Map<string, bigint>();
-  #recent: { at: number; budgets: string[]; units: bigint }[] = [];
+  /** Per budget: ended calls whose cost the monitor's last read did not show. */
+  readonly #unseen = new Map<string, Map<string, { time: string; units: bigint }>>();
 
   constructor(
     private readonly cap: HardCap,
@@ -67,7 +65,6 @@ export class BudgetGate {
     }
     if (!this.monitor.book.gated(call.accountId)) return { ok: true };
     const now = this.now();
-    this.#expire(now);
     const budgets = this.monitor.book
       .matching(
         {
@@ -110,8 +107,9 @@ export class BudgetGate {
     this.#add(held.budgets, -held.units);
   }
 
-  /** A usage event was recorded: its worst case gives way to its real cost, for a few seconds. */
-  settle(event: Pick<UsageEvent, 'id' | 'cost'>): void {
+  /** A usage event was recorded: its worst case gives way to its real cost until the monitor's
+   *  read of each budget's spend shows it. */
+  settle(event: Pick<UsageEvent, 'id' | 'cost' | 'time'>): void {
     const held = this.#inFlight.get(event.id);
     if (!held) return;
     this.#inFlight.delete(event.id);
@@ -119,16 +117,31 @@ export class BudgetGate {
     const units = toUnits(event.cost);
     if (units === 0n) return;
     this.#add(held.budgets, units);
-    this.#recent.push({ at: this.now(), budgets: held.budgets, units });
+    for (const id of held.budgets) {
+      let m = this.#unseen.get(id);
+      if (!m) this.#unseen.set(id, (m = new Map()));
+      m.set(event.id, { time: event.time, units });
+    }
   }
 
-  #expire(now: number): void {
-    let i = 0;
-    while (i < this.#recent.length && now - this.#recent[i]!.at > RECENT_MS) {
-      this.#add(this.#recent[i]!.budgets, -this.#recent[i]!.units);
-      i++;
+  /** BudgetLedger: the ended calls counted here under a budget (the key of usage_events). */
+  unseenEvents(budgetId: string): { id: string; time: string }[] {
+    const m = this.#unseen.get(budgetId);
+    return m ? [...m].map(([id, e]) => ({ id, time: e.time })) : [];
+  }
+
+  /** BudgetLedger: the spend now in force for the budget holds these events. A budget gone from
+   *  the book (`forget`) drops everything. */
+  seen(budgetId: string, ids: Iterable<string>): void {
+    const m = this.#unseen.get(budgetId);
+    if (!m) return;
+    for (const id of ids) {
+      const e = m.get(id);
+      if (!e) continue;
+      m.delete(id);
+      this.#add([budgetId], -e.units);
     }
-    if (i) this.#recent = this.#recent.slice(i);
+    if (m.size === 0) this.#unseen.delete(budgetId);
   }
 
   #add(ids: string[], units: bigint): void {

@@ -63,6 +63,7 @@ export function createBudgetGate(
   metering: { observe(listener: (e: UsageEvent) => void): void },
 ): BudgetGate {
   const gate = new BudgetGate(cap, monitor);
+  monitor.attachLedger(gate);
   metering.observe((event) => gate.settle(event));
   ctx.metrics.counter(
     'meter_budget_refusals_total',

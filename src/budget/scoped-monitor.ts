@@ -10,14 +10,16 @@
  */
 import type { Component } from '../component.js';
 import type { Logger } from '../log.js';
-import { reached, toUnits } from '../money.js';
+import { formatUnits, reached, toUnits } from '../money.js';
 import { PeriodicTask } from '../periodic.js';
+import { readWithSeen } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { BudgetBook } from './book.js';
 import { fireBudgetLevel } from './budget-alerts.js';
 import { loadAllDefinitions, type BudgetDef } from './definitions.js';
 import type { SpendWindow } from './spend.js';
-import { firedLevels, readSpend } from './status.js';
+import { spendQuery } from './spend.js';
+import { firedLevels } from './status.js';
 
 export interface ScopedMonitorOptions {
   /** How often meter_changes and recent writes are polled (≤ 1 s). */
@@ -35,6 +37,12 @@ export interface BudgetSpendState {
   fired: Set<number>;
 }
 
+/** Costs the admission gate counts itself until a spend read shows them (gate.ts). */
+export interface BudgetLedger {
+  unseenEvents(budgetId: string): { id: string; time: string }[];
+  seen(budgetId: string, ids: Iterable<string>): void;
+}
+
 /** Seconds of overlap between polls: a row's recorded_at is taken before its commit. */
 const RECENT_MARGIN_S = 5;
 /** Quarter-hour buckets are kept this long (the longest window, a quarter, plus slack). */
@@ -48,6 +56,7 @@ export class ScopedBudgetMonitor implements Component {
   #since: string | undefined;
   #lastSweep = 0;
   #lastTrim = 0;
+  #ledger: BudgetLedger | undefined;
   readonly #task: PeriodicTask;
   readonly #now: () => number;
 
@@ -62,6 +71,11 @@ export class ScopedBudgetMonitor implements Component {
       logger,
       pauseMs: opts.pollMs,
     });
+  }
+
+  /** The gate's ledger, told after each read which of its costs the spend now shows. */
+  attachLedger(ledger: BudgetLedger): void {
+    this.#ledger = ledger;
   }
 
   async start(): Promise<void> {
@@ -108,13 +122,19 @@ export class ScopedBudgetMonitor implements Component {
   /** Re-reads one budget's spend and fires the levels it has reached, lowest first. */
   async evaluate(def: BudgetDef, now: number): Promise<BudgetSpendState> {
     const window = this.book.windowOf(def.id, now)!;
-    const spend = await readSpend(this.db, def, window);
+    const { sql, params } = spendQuery(def.accountId, def.scope, window);
+    const { rows, seen } = await readWithSeen<{ spend: string }>(this.db, sql, params, () =>
+      this.#ledger ? this.#ledger.unseenEvents(def.id) : [],
+    );
+    const spend = formatUnits(toUnits(rows[0]?.spend ?? '0'));
     let state = this.states.get(def.id);
     if (!state || state.window.start !== window.start) {
       state = { window, spendUnits: 0n, fired: new Set(await firedLevels(this.db, def, window)) };
     }
+    // One synchronous step: the new spend and the ledger's costs it holds change together.
     state.spendUnits = toUnits(spend);
     this.states.set(def.id, state);
+    this.#ledger?.seen(def.id, seen);
     if (def.accountBudget) return state; // its levels: monitor.ts
     for (const level of def.levels) {
       if (state.fired.has(level) || !reached(state.spendUnits, def.amountUnits, level)) continue;
