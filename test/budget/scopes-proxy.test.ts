@@ -189,19 +189,26 @@ describeEachBackend('budgets of every scope through the proxy', (backend) => {
     expect(byId.get(roomy.id)).toMatchObject({ state: 'ok', spend: 0.0748 });
     expect(byId.get(alerting.id)).toMatchObject({ state: 'alerting', levels: [10, 50], levels_fired: [10, 50] });
 
-    // Each level once, with the budget's fields (CONTRACT §6).
-    await waitFor(() => rx.received.length >= 2, 15_000, 'two alerts delivered');
-    const bodies = rx.received.map((r) => JSON.parse(r.body) as Record<string, unknown>);
-    expect(bodies.map((x) => x.level).sort()).toEqual([10, 50]);
-    expect(bodies[0]).toMatchObject({
+    // Each level once, with the budget's fields (CONTRACT §6). The blocking budgets alert too.
+    const bodies = () => rx.received.map((r) => JSON.parse(r.body) as Record<string, unknown>);
+    const mine = () => bodies().filter((x) => x.budget_id === alerting.id);
+    await waitFor(() => mine().length >= 2, 15_000, 'two alerts of the alerting budget delivered');
+    expect(
+      mine()
+        .map((x) => x.level)
+        .sort(),
+    ).toEqual([10, 50]);
+    expect(mine()[0]).toMatchObject({
       type: 'budget.threshold',
       account: 'teams',
-      budget_id: alerting.id,
       scope: { kind: 'account', key: null, value: null },
       window: 'month',
       timezone: 'Australia/Lord_Howe',
       budget: 0.02,
     });
-    expect(String(bodies[0]!.window_start)).toMatch(/T00:00:00\+1[01]:[03]0$/);
+    expect(String(mine()[0]!.window_start)).toMatch(/T00:00:00\+1[01]:[03]0$/);
+    const pairs = () => bodies().map((x) => `${String(x.budget_id)}@${String(x.level)}`);
+    await waitFor(() => pairs().includes(`${tag.id}@100`), 15_000, "the tag budget's 100% alert delivered");
+    expect(new Set(pairs()).size).toBe(pairs().length);
   }, 120_000);
 });
