@@ -110,7 +110,10 @@ export class ScopedBudgetMonitor implements Component {
     this.#since = row!.now;
     const dirty = new Set(row!.dirty);
     for (const def of this.book.all()) {
-      if (all || dirty.has(def.accountId)) await this.evaluate(def, now);
+      const state = this.states.get(def.id);
+      // A new window starts from its own spend and no level fired, at once.
+      const rolled = !state || now >= state.window.end || now < state.window.start;
+      if (all || rolled || dirty.has(def.accountId)) await this.evaluate(def, now);
     }
     if (all) this.#lastSweep = now;
     if (now - this.#lastTrim > 3_600_000) {
