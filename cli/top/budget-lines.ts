@@ -22,23 +22,29 @@ const STATE_TEXT: Record<string, string> = {
 
 export function budgetLines(f: Figures, s: FrameState): Line[] {
   const list = f.budgets.filter((b) => !b.account_budget);
-  const out: Line[] = [];
-  for (const b of list.slice(0, list.length > MAX_LINES ? MAX_LINES - 1 : MAX_LINES)) {
+  const shown = list.slice(0, list.length > MAX_LINES ? MAX_LINES - 1 : MAX_LINES);
+  const names = shown.map((b) => `${b.scope} ${b.window} ${b.timezone}`);
+  const suffixes = shown.map((b) => {
+    const shadow = b.action === 'shadow' && b.shadow_refusals > 0 ? `, ${b.shadow_refusals} would-be refusals` : '';
+    const state = STATE_TEXT[b.state] ? `: ${STATE_TEXT[b.state]}` : '';
+    return ` ${b.utilization_pct}% of ${usdTotal(b.amount)} ${b.action}${state}${shadow}`;
+  });
+  // One bar width for every budget, so the bars line up.
+  const nameW = Math.min(Math.max(0, ...names.map((n) => n.length)), Math.floor(s.width * 0.4));
+  const barW = Math.max(6, s.width - nameW - Math.max(0, ...suffixes.map((x) => x.length)) - 3);
+  const out: Line[] = shown.map((b, i) => {
     const u = Number(b.utilization_pct);
     const color = b.state === 'blocked' || u >= 80 ? 'red' : u >= 50 ? 'yellow' : 'green';
-    const name = fit(`${b.scope} ${b.window} ${b.timezone}`, Math.min(40, Math.max(16, Math.floor(s.width / 3))));
-    const shadow = b.action === 'shadow' && b.shadow_refusals > 0 ? ` ${b.shadow_refusals} would-be refusals` : '';
-    const suffix = ` ${b.utilization_pct}% of ${usdTotal(b.amount)} ${b.action}${STATE_TEXT[b.state] ? `: ${STATE_TEXT[b.state]}` : ''}${shadow}`;
-    const bar = budgetBar(b.spend, b.amount, Math.max(6, s.width - name.length - suffix.length - 3));
-    out.push([
-      seg(name, { dim: true }),
+    const bar = budgetBar(b.spend, b.amount, barW);
+    return [
+      seg(fit(names[i]!, nameW), { dim: true }),
       seg(' ['),
       seg(bar.filled, { color }),
       seg(bar.empty, { dim: true }),
       seg(']'),
-      seg(suffix, b.state === 'blocked' ? { color: 'red', bold: true } : {}),
-    ]);
-  }
+      seg(suffixes[i]!, b.state === 'blocked' ? { color: 'red', bold: true } : {}),
+    ];
+  });
   if (list.length > MAX_LINES)
     out.push([
       seg(`… ${list.length - MAX_LINES + 1} more budgets: meter budgets list --account ${f.account}`, { dim: true }),

@@ -14,7 +14,7 @@ import { stringTags } from '../../src/tags.js';
 import type { TopSource } from '../../src/top/statements.js';
 import { toUnits } from '../../src/money.js';
 import { currentMonth } from '../../src/calendar.js';
-import type { BudgetView } from '../../src/budget/status.js';
+import type { BudgetView } from '../../src/top/budgets.js';
 import {
   addToBuckets,
   deriveFigures,

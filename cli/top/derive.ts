@@ -5,8 +5,7 @@
  * Money is bigint units of 1e-8 USD (NUMERIC(20,8) exactly, src/money.ts); every sum,
  * rate and projection is computed on those and rounded once, half-even.
  */
-import type { BudgetView } from '../../src/budget/status.js';
-import { scopeText, type ScopeKind } from '../../src/budget/scope.js';
+import { topBudget, type BudgetView, type TopBudget } from '../../src/top/budgets.js';
 import { windowBounds } from '../../src/calendar.js';
 import { divRoundHalfEven, formatUnits, toUnits, utilizationPct } from '../../src/money.js';
 
@@ -213,20 +212,7 @@ export interface Figures {
   spend_per_minute: string[];
   tail: TailRow[];
   /** Every budget of the account, in its own window and zone. */
-  budgets: {
-    id: string;
-    account_budget: boolean;
-    scope: string;
-    window: string;
-    timezone: string;
-    amount: string;
-    spend: string;
-    utilization_pct: string;
-    action: string;
-    state: string;
-    levels_fired: number[];
-    shadow_refusals: number;
-  }[];
+  budgets: TopBudget[];
   /** The month's drift from the providers' own reports (empty until a reconciliation ran). */
   reconciliation: {
     provider: string;
@@ -283,20 +269,7 @@ export function deriveFigures(s: Snapshot): Figures {
     by_model: s.byModel.map((r) => ({ ...r, spend: norm(r.spend) })),
     by_tag: { key: s.tagKey, keys: s.tagKeys, groups: s.byTag.map((r) => ({ ...r, spend: norm(r.spend) })) },
     spend_per_minute: spendPerMinute(s.buckets, s.nowMs).map(formatUnits),
-    budgets: (s.budgets ?? []).map((b) => ({
-      id: b.id,
-      account_budget: b.id.startsWith('acct_'),
-      scope: scopeText({ kind: b.scope.kind as ScopeKind, key: b.scope.key, value: b.scope.value }),
-      window: b.window,
-      timezone: b.timezone,
-      amount: b.amount,
-      spend: norm(b.spend),
-      utilization_pct: b.utilization_pct,
-      action: b.action,
-      state: b.state,
-      levels_fired: b.levels_fired,
-      shadow_refusals: b.shadow_refusals,
-    })),
+    budgets: (s.budgets ?? []).map(topBudget),
     reconciliation: (s.reconciliation ?? [])
       .filter((r) => r.unknown === 0 && r.provider_cost !== null && r.meter_cost !== null)
       .map((r) => driftOf(r.provider, r.provider_cost!, r.meter_cost!)),
