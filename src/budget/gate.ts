@@ -78,18 +78,22 @@ export class BudgetGate {
       )
       .filter((b) => !b.accountBudget && (b.action === 'block' || b.action === 'shadow'));
     if (budgets.length === 0) return { ok: true };
+    // Every reached budget; of the block ones, the tightest (most over its amount) refuses.
     const wouldBlock: string[] = [];
+    let refusing: { b: MatchedBudget; committed: bigint } | undefined;
     for (const b of budgets) {
       const committed = (this.monitor.spendOf(b.id, now) ?? 0n) + (this.#pending.get(b.id) ?? 0n);
       if (committed < b.amountUnits) continue;
-      this.#count(b.id, b.action as 'block' | 'shadow');
-      if (b.action === 'shadow') {
-        wouldBlock.push(b.id);
-        continue;
-      }
-      this.cap.release(call.accountId, call.id);
-      return { ok: false, message: refusalMessage(b, committed) };
+      if (b.action === 'shadow') wouldBlock.push(b.id);
+      else if (!refusing || committed * refusing.b.amountUnits > refusing.committed * b.amountUnits)
+        refusing = { b, committed };
     }
+    if (refusing) {
+      this.cap.release(call.accountId, call.id);
+      this.#count(refusing.b.id, 'block');
+      return { ok: false, message: refusalMessage(refusing.b, refusing.committed) };
+    }
+    for (const id of wouldBlock) this.#count(id, 'shadow');
     // Its own worst case is held under each budget until its event says what it cost.
     const worst = this.cap.worstCase(call) ?? budgets.reduce((m, b) => (b.amountUnits > m ? b.amountUnits : m), 0n);
     const ids = budgets.map((b) => b.id);

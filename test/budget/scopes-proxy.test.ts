@@ -77,7 +77,7 @@ describeEachBackend('budgets of every scope through the proxy', (backend) => {
     const make = (scope: string, amount: string, action: 'alert' | 'block' | 'shadow', extra = {}) =>
       createBudget(setup, 'teams', { scope: parseScope(scope), amount, action, ...extra });
     const tag = await make('tag:tenant=globex', '0.015', 'block', { window: 'day', timezone: 'Asia/Kolkata' });
-    const key = await make(`key:${keyB.id}`, '0.015', 'block');
+    const key = await make(`key:${keyB.id}`, '0.02', 'block');
     const model = await make('model:gpt-4o-mini', '0.001', 'block', { window: 'week', timezone: 'America/New_York' });
     const provider = await make('provider:anthropic', '0.003', 'shadow', {
       window: 'quarter',
@@ -124,9 +124,11 @@ describeEachBackend('budgets of every scope through the proxy', (backend) => {
     const mini = await run(chat(a, 'gpt-4o-mini'), 3);
     expect(mini.slice(0, 2)).toEqual(['ok', 'ok']);
     expect(mini[2]).toContain(`budget ${model.id} (scope model:gpt-4o-mini, window week in America/New_York`);
-    // Several budgets on one call: key B's tenant-globex call meets the tag and key budgets (both
-    // reached) and the roomy account budget; one refuses it.
-    expect(await run(chat(b, 'gpt-4o', { 'X-Tenant-ID': 'globex' }), 1)).toEqual([expect.stringMatching(/^402: /)]);
+    // Several budgets on one call: key B's tenant-globex call meets the tag budget (at 166%), the
+    // key budget (at 125%) and the roomy account budget (far from it): the tightest refuses.
+    const several = await run(chat(b, 'gpt-4o', { 'X-Tenant-ID': 'globex' }), 1);
+    expect(several[0]).toMatch(/^402: /);
+    expect(several[0]).toContain(`budget ${tag.id} (scope tag:tenant=globex`);
 
     // Shadow: every call goes through; from the third on, each is a would-be refusal.
     const claude: Anthropic = anthropicVia(daemon, keyA.key);
