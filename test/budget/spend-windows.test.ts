@@ -109,6 +109,18 @@ describeEachBackend(
             }
       expect(checked).toBeGreaterThan(100);
     }, 120_000);
+
+    it('follows a change of cost (meter pricing reprice updates events in place)', async () => {
+      const e = events[5]!;
+      const w = windowBounds('day', Date.parse(e.time), 0, 'Asia/Kathmandu');
+      const { sql, params } = spendQuery(accountId, parseScope('account'), w);
+      const before = toUnits((await db.query<{ spend: string }>(sql, params))[0]!.spend);
+      await db.query(`UPDATE usage_events SET cost = cost + 1.00000001 WHERE event_id = $1`, [e.id]);
+      if (db.kind === 'timescale')
+        await refreshAggregates(db, { from: new Date(w.start - 86_400_000), now: w.end + 86_400_000 });
+      const after = toUnits((await db.query<{ spend: string }>(sql, params))[0]!.spend);
+      expect(after - before).toBe(100_000_001n);
+    });
   },
   { timescale: true },
 );
