@@ -32,10 +32,11 @@ export function createHardCap(
   return cap;
 }
 
-/** Every budget's spend and alerts (scoped-monitor.ts), polled every second at most. */
+/** Every budget's spend and alerts (scoped-monitor.ts): meter_changes and the recent writes
+ *  polled once a second, every budget re-read every 30 s. */
 export function createScopedMonitor(ctx: DaemonContext, opts: Partial<ScopedMonitorOptions> = {}): ScopedBudgetMonitor {
   const monitor = new ScopedBudgetMonitor(ctx.store, ctx.logger.child({ component: 'budgets' }), {
-    pollMs: Math.min(1_000, ctx.config.flushIntervalMs),
+    pollMs: 1_000,
     sweepMs: 30_000,
     ...opts,
   });

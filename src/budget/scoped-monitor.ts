@@ -57,6 +57,7 @@ export class ScopedBudgetMonitor implements Component {
   #lastSweep = 0;
   #lastTrim = 0;
   #ledger: BudgetLedger | undefined;
+  #writes: number | undefined;
   readonly #task: PeriodicTask;
   readonly #now: () => number;
 
@@ -88,6 +89,18 @@ export class ScopedBudgetMonitor implements Component {
 
   /** One poll: reload definitions if they changed, then evaluate what may have moved. */
   async poll(): Promise<void> {
+    // The embedded store counts its writes (this process is its only client): while that count,
+    // the windows and the sweep stand still, there is nothing new to read.
+    const writes = this.db.writes?.();
+    const now0 = this.#now();
+    if (
+      writes !== undefined &&
+      writes === this.#writes &&
+      now0 - this.#lastSweep < this.opts.sweepMs &&
+      [...this.states.values()].every((s) => now0 >= s.window.start && now0 < s.window.end)
+    )
+      return;
+    this.#writes = writes;
     const accounts = [...new Set(this.book.all().map((d) => d.accountId))];
     const [row] = await this.db.query<{ version: string; now: string; dirty: string[] }>(
       `SELECT (SELECT version::text FROM meter_changes WHERE id = 1) AS version,

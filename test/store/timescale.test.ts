@@ -74,7 +74,9 @@ describe('TimescaleDB mode', () => {
       ),
     ).toEqual([
       { view_name: 'usage_daily', materialized_only: false },
+      { view_name: 'usage_quarter_hour', materialized_only: false },
       { view_name: 'usage_tag_daily', materialized_only: false },
+      { view_name: 'usage_tag_quarter_hour', materialized_only: false },
     ]);
     const columns = (d: Db, table: string) =>
       d.query<{ name: string; type: string }>(
