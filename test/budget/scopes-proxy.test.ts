@@ -156,6 +156,12 @@ describeEachBackend('budgets of every scope through the proxy', (backend) => {
       10_000,
       'two events flagged as would-be refusals of the shadow budget',
     );
+    const listed = (await (
+      await fetch(`${daemon.url}/analytics/events?provider=anthropic`, {
+        headers: { authorization: `Bearer ${keyA.key}` },
+      })
+    ).json()) as { events: { would_block?: string[] }[] };
+    expect(listed.events.map((e) => e.would_block ?? null)).toEqual([[provider.id], [provider.id], null, null]);
     const metrics = await scrape(daemon.metricsUrl);
     expect(metrics.value('meter_budget_refusals_total', { budget_id: provider.id, action: 'shadow' })).toBe(2);
     expect(metrics.value('meter_budget_refusals_total', { budget_id: tag.id, action: 'block' })).toBe(2);

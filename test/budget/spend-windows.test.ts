@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, expect, it } from 'vitest';
 import { windowBounds, type WindowKind } from '../../src/calendar.js';
 import { spendQuery } from '../../src/budget/spend.js';
+import { listEvents } from '../../src/analytics/events-query.js';
+import { eventsParams, parseParams } from '../../src/analytics/params.js';
 import { modelMatches, parseScope, type Scope } from '../../src/budget/scope.js';
 import type { UsageEvent } from '../../src/metering/event.js';
 import type { ProviderSlug } from '../../src/providers/types.js';
@@ -109,6 +111,22 @@ describeEachBackend(
             }
       expect(checked).toBeGreaterThan(100);
     }, 120_000);
+
+    it('a shadow refusal is flagged on its event, through the tag table too (TimescaleDB)', async () => {
+      const flagged = makeEvent({
+        accountId,
+        time: new Date().toISOString(),
+        tags: { tenant: 'flagged' },
+        wouldBlock: ['abcdefabcdef'],
+      });
+      await seedEvents(db, [flagged]);
+      const q = parseParams(eventsParams, new URLSearchParams({ tag: 'tenant:flagged' }));
+      if (!q.ok) throw new Error(q.message);
+      const page = (await listEvents(db, accountId, q.value, { tagTable: db.kind === 'timescale' })) as {
+        events: { id: string; would_block?: string[] }[];
+      };
+      expect(page.events).toMatchObject([{ id: flagged.id, would_block: ['abcdefabcdef'] }]);
+    });
 
     it('follows a change of cost (meter pricing reprice updates events in place)', async () => {
       const e = events[5]!;

@@ -386,6 +386,7 @@ describe('choosing and converting the mode', () => {
       { version: 2, variant: 'plain' },
       { version: 20, variant: 'timescale' },
       { version: 110, variant: 'timescale' },
+      { version: 132, variant: 'timescale' },
     ]);
     // The tag table was filled from the events already there (sql/110).
     const [tagged] = await ts.query<{ events: string; copies: string }>(
