@@ -58,6 +58,7 @@ export class ScopedBudgetMonitor implements Component {
   #lastTrim = 0;
   #ledger: BudgetLedger | undefined;
   #writes: number | undefined;
+  #refired = new Set<string>();
   readonly #task: PeriodicTask;
   readonly #now: () => number;
 
@@ -100,7 +101,6 @@ export class ScopedBudgetMonitor implements Component {
       [...this.states.values()].every((s) => now0 >= s.window.start && now0 < s.window.end)
     )
       return;
-    this.#writes = writes;
     const accounts = [...new Set(this.book.all().map((d) => d.accountId))];
     const [row] = await this.db.query<{ version: string; now: string; dirty: string[] }>(
       `SELECT (SELECT version::text FROM meter_changes WHERE id = 1) AS version,
@@ -118,6 +118,8 @@ export class ScopedBudgetMonitor implements Component {
       this.book.replace(await loadAllDefinitions(this.db));
       this.#version = row!.version;
       for (const id of this.states.keys()) if (!this.book.get(id)) this.states.delete(id);
+      // A changed budget may have had levels re-armed: its fired levels are read again.
+      this.#refired = new Set(this.states.keys());
       all = true;
     }
     this.#since = row!.now;
@@ -133,20 +135,24 @@ export class ScopedBudgetMonitor implements Component {
       this.#lastTrim = now;
       await this.trim();
     }
+    this.#writes = writes;
   }
 
   /** Re-reads one budget's spend and fires the levels it has reached, lowest first. */
   async evaluate(def: BudgetDef, now: number): Promise<BudgetSpendState> {
     const window = this.book.windowOf(def.id, now)!;
+    let state = this.states.get(def.id);
+    if (!state || state.window.start !== window.start || this.#refired.has(def.id)) {
+      this.#refired.delete(def.id);
+      const fired = new Set(await firedLevels(this.db, def, window));
+      // The spend read last stays in force until this read's is installed (below).
+      state = { window, spendUnits: state?.window.start === window.start ? state.spendUnits : 0n, fired };
+    }
     const { sql, params } = spendQuery(def.accountId, def.scope, window);
     const { rows, seen } = await readWithSeen<{ spend: string }>(this.db, sql, params, () =>
       this.#ledger ? this.#ledger.unseenEvents(def.id) : [],
     );
     const spend = formatUnits(toUnits(rows[0]?.spend ?? '0'));
-    let state = this.states.get(def.id);
-    if (!state || state.window.start !== window.start) {
-      state = { window, spendUnits: 0n, fired: new Set(await firedLevels(this.db, def, window)) };
-    }
     // One synchronous step: the new spend and the ledger's costs it holds change together.
     state.spendUnits = toUnits(spend);
     this.states.set(def.id, state);

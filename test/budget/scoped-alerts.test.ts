@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createAlertDeliverer } from '../../src/alerts/index.js';
-import { createBudget } from '../../src/budget/budgets-admin.js';
+import { createBudget, updateBudget } from '../../src/budget/budgets-admin.js';
 import { createScopedMonitor } from '../../src/budget/index.js';
 import { ScopedBudgetMonitor } from '../../src/budget/scoped-monitor.js';
 import { parseScope } from '../../src/budget/scope.js';
@@ -115,6 +115,18 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
     const monitor = new ScopedBudgetMonitor(db, silentLogger, { pollMs: 1000, sweepMs: 30_000, now: () => now });
     await monitor.poll();
     expect(monitor.states.get(budget.id)?.spendUnits).toBe(50_000_001n);
+    const firstEvent = async () =>
+      (await db.query<{ event_id: string }>('SELECT event_id FROM budget_levels_fired'))[0]?.event_id;
+    const first = await firstEvent();
+    expect(first).toBeDefined();
+    // Raised, the level re-arms (25% now); lowered back, it fires again in the same window.
+    await updateBudget(db, budget.id, { amount: '2' }, now);
+    await monitor.poll();
+    expect(await firstEvent()).toBeUndefined();
+    await updateBudget(db, budget.id, { amount: '1' }, now);
+    await monitor.poll();
+    expect(await firstEvent()).not.toBe(first);
+    expect(await firstEvent()).toBeDefined();
     now = Date.parse('2026-11-02T04:59:59Z');
     await monitor.poll();
     now = Date.parse('2026-11-02T05:00:00Z');
