@@ -3,6 +3,7 @@ import { registerAccounts } from './commands/accounts.js';
 import { registerKeys } from './commands/keys.js';
 import { registerAlerts } from './commands/alerts.js';
 import { registerBudget } from './commands/budget.js';
+import { registerBudgets } from './commands/budgets.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerLimits } from './commands/limits.js';
 import { registerPlans } from './commands/plans.js';
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerAccounts(program);
   registerKeys(program);
   registerBudget(program);
+  registerBudgets(program);
   registerAlerts(program);
   registerConfig(program);
   registerTop(program);

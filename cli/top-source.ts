@@ -6,6 +6,7 @@ import { openRemote } from '../src/admin/client.js';
 import type { Db } from '../src/store/types.js';
 import { checkParams, TOP_STATEMENTS, type TopSource, type TopStatementName } from '../src/top/statements.js';
 import { CliError } from './context.js';
+import { listBudgets } from '../src/budget/budgets-admin.js';
 
 export function sourceFromDb(db: Pick<Db, 'query' | 'close'>): TopSource {
   return {
@@ -15,6 +16,7 @@ export function sourceFromDb(db: Pick<Db, 'query' | 'close'>): TopSource {
       if (problem) throw new Error(`${name}: ${problem}`);
       return db.query<T>(statement.sql, params);
     },
+    budgets: (account) => listBudgets(db, account),
     close: () => db.close(),
   };
 }
@@ -44,6 +46,7 @@ export async function openTopSource(config: Pick<Config, 'databaseUrl' | 'dataDi
       if (await remote.ping()) {
         return {
           run: async <T>(name: TopStatementName, params: unknown[]) => (await remote.call(name, { params })) as T[],
+          budgets: (account) => remote.call('budgets.list', { account }),
           close: () => remote.close(),
         };
       }

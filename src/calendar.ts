@@ -5,17 +5,17 @@
  * take their windows from here.
  *
  * Every window is found in two steps: the instant's calendar date in a time zone, then the
- * window's first and next-first dates turned back into instants in that zone. Only UTC exists
- * today (CONTRACT §4: days are UTC calendar days), where both steps are plain Date.UTC
- * arithmetic; a zone is another pair of `dateIn`/`startOf`, and every window follows.
+ * window's first and next-first dates turned back into instants in that zone. In UTC (CONTRACT
+ * §4: analytics days are UTC days) both steps are plain Date.UTC arithmetic; in an IANA zone
+ * (budgets, CONTRACT §6) they use the zone rules Node's Intl carries (the ICU tz data).
  */
 
 export type WindowKind = 'day' | 'week' | 'month' | 'quarter';
 /** The periods of /analytics/by-tag. */
 export type Period = 'week' | 'month' | 'quarter';
 export const PERIODS: readonly Period[] = ['week', 'month', 'quarter'];
-/** Today only UTC; an IANA zone name later. */
-export type TimeZone = 'UTC';
+/** An IANA zone name ('UTC', 'Asia/Kolkata', 'America/New_York'); see validTimeZone. */
+export type TimeZone = string;
 
 /** A calendar date; `month` 0–11 as Date's, and any overflow rolls over as in Date.UTC. */
 interface CivilDate {
@@ -26,15 +26,84 @@ interface CivilDate {
 
 const DAY_MS = 86_400_000;
 
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** A formatter giving an instant's wall clock in `zone` (cached: building one costs ~50 µs). */
+function wallClock(zone: string): Intl.DateTimeFormat {
+  let f = formatters.get(zone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(zone, f);
+  }
+  return f;
+}
+
+/** The zone's offset from UTC at an instant, in ms (east positive). Whole seconds: every
+ *  offset in the tz data is. */
+export function zoneOffsetMs(instant: number, zone: TimeZone): number {
+  if (zone === 'UTC') return 0;
+  const p: Record<string, number> = {};
+  for (const part of wallClock(zone).formatToParts(instant)) if (part.type !== 'literal') p[part.type] = +part.value;
+  const wall = Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!);
+  return wall - (instant - (((instant % 1000) + 1000) % 1000));
+}
+
+/** An IANA zone name Intl knows, as the user spelled it (ICU calls Asia/Kolkata by its old name
+ *  Asia/Calcutta; the user's name is kept), or in ICU's case when only the case differs;
+ *  undefined for a name Intl does not know. */
+export function validTimeZone(zone: string): string | undefined {
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(zone)) return undefined;
+  if (zone.toUpperCase() === 'UTC') return 'UTC';
+  try {
+    const resolved = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
+    return resolved.toLowerCase() === zone.toLowerCase() ? resolved : zone;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The calendar date of an instant in `zone`, and its weekday (Monday 0 … Sunday 6). */
-function dateIn(instant: number, _zone: TimeZone): CivilDate & { weekday: number } {
-  const d = new Date(instant);
+function dateIn(instant: number, zone: TimeZone): CivilDate & { weekday: number } {
+  const d = new Date(instant + zoneOffsetMs(instant, zone));
   return { year: d.getUTCFullYear(), month: d.getUTCMonth(), day: d.getUTCDate(), weekday: (d.getUTCDay() + 6) % 7 };
 }
 
-/** The first instant of a calendar date in `zone`. */
-function startOf(date: CivilDate, _zone: TimeZone): number {
-  return Date.UTC(date.year, date.month, date.day);
+/** The first instant of a calendar date in `zone`: its local midnight, or, where a DST change
+ *  skips midnight (America/Santiago, Asia/Beirut), the first instant after the gap. */
+function startOf(date: CivilDate, zone: TimeZone): number {
+  const wall = Date.UTC(date.year, date.month, date.day);
+  if (zone === 'UTC') return wall;
+  // Offsets change at most twice a day: try the offsets in force 1 day around the wall time.
+  const candidates = new Set([
+    zoneOffsetMs(wall - DAY_MS, zone),
+    zoneOffsetMs(wall, zone),
+    zoneOffsetMs(wall + DAY_MS, zone),
+  ]);
+  let best: number | undefined;
+  for (const off of candidates) {
+    const t = wall - off;
+    if (zoneOffsetMs(t, zone) === off && (best === undefined || t < best)) best = t;
+  }
+  if (best !== undefined) return best;
+  // Midnight is in a gap: the day starts where the gap ends (the first instant whose wall clock
+  // is on this date), found by bisection between the two offsets' readings.
+  let lo = wall - Math.max(...candidates);
+  let hi = wall - Math.min(...candidates);
+  while (hi - lo > 1000) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (mid + zoneOffsetMs(mid, zone) >= wall) hi = mid;
+    else lo = mid;
+  }
+  return hi;
 }
 
 /** The window of `kind` that contains `instant`, or, with `offset`, the one that many windows
@@ -73,7 +142,7 @@ export function windowBounds(
   return { start: startOf(first, zone), end: startOf(next, zone) };
 }
 
-/** The window as calendar days: `from` its first day, `to` the next window's first (exclusive). */
+/** The window as calendar days: `from` its first day, `to` the next window's first (exclusive). UTC. */
 export function windowDays(kind: WindowKind, instant: Date | number, offset = 0): { from: string; to: string } {
   const { start, end } = windowBounds(kind, instant, offset);
   return { from: utcDay(start), to: utcDay(end) };
@@ -110,4 +179,13 @@ export function currentMonth(now: Date = new Date()): MonthWindow {
 /** The current ISO week (from Monday), month or quarter: `to` is the next period's first day. */
 export function currentPeriod(now: Date, period: Period): { from: string; to: string } {
   return windowDays(period, now);
+}
+
+/** An instant as ISO 8601 with the zone's offset at that instant: `2026-03-01T00:00:00+05:30`. */
+export function isoInZone(instant: number, zone: TimeZone): string {
+  const offset = zoneOffsetMs(instant, zone);
+  const local = new Date(instant + offset).toISOString().slice(0, 19);
+  const minutes = Math.round(Math.abs(offset) / 60_000);
+  const sign = offset < 0 ? '-' : '+';
+  return `${local}${sign}${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
 }

@@ -14,6 +14,7 @@ import { stringTags } from '../../src/tags.js';
 import type { TopSource } from '../../src/top/statements.js';
 import { toUnits } from '../../src/money.js';
 import { currentMonth } from '../../src/calendar.js';
+import type { BudgetView } from '../../src/top/budgets.js';
 import {
   addToBuckets,
   deriveFigures,
@@ -205,6 +206,7 @@ export class TopData {
   private byModel: ModelRow[] = [];
   private byTag: TagRow[] = [];
   private reconciliation: ReconciliationRow[] = [];
+  private budgets: BudgetView[] = [];
 
   private async readMonth(): Promise<void> {
     const w = currentMonth(new Date(this.dbNowMs()));
@@ -266,15 +268,17 @@ export class TopData {
       if (this.tagKey === null || !this.tagKeys.includes(this.tagKey)) this.tagKey = this.tagKeys[0] ?? null;
     }
     const tagKey = this.tagKey;
-    const [byModel, byTag, reconciliation] = await Promise.all([
+    const [byModel, byTag, reconciliation, budgets] = await Promise.all([
       this.source.run<ModelRow>('top.by_model', [id, w.from, w.to, this.groupRows]),
       tagKey === null
         ? Promise.resolve([])
         : this.source.run<TagRow>('top.by_tag', [id, w.from, w.to, tagKey, this.groupRows]),
       // A store from before reconciliation (no results table) shows no drift line.
       this.source.run<ReconciliationRow>('top.reconciliation', [id, w.from, w.to]).catch(() => []),
+      this.source.budgets ? this.source.budgets(this.account.name) : Promise.resolve([]),
       this.poll(),
     ]);
+    this.budgets = budgets;
     this.byModel = byModel;
     this.byTag = byTag;
     this.reconciliation = reconciliation;
@@ -299,6 +303,7 @@ export class TopData {
       events: this.events,
       tailSize: this.tailSize,
       reconciliation: this.reconciliation,
+      budgets: this.budgets,
     });
   }
 

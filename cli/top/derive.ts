@@ -5,6 +5,7 @@
  * Money is bigint units of 1e-8 USD (NUMERIC(20,8) exactly, src/money.ts); every sum,
  * rate and projection is computed on those and rounded once, half-even.
  */
+import { topBudget, type BudgetView, type TopBudget } from '../../src/top/budgets.js';
 import { windowBounds } from '../../src/calendar.js';
 import { divRoundHalfEven, formatUnits, toUnits, utilizationPct } from '../../src/money.js';
 
@@ -162,6 +163,8 @@ export interface Snapshot {
   tailSize: number;
   /** The month's stored reconciliation per provider (src/top/statements.ts `top.reconciliation`). */
   reconciliation?: ReconciliationRow[];
+  /** Every budget of the account in its current window (src/budget/status.ts). */
+  budgets?: BudgetView[];
 }
 
 export interface ReconciliationRow {
@@ -208,6 +211,8 @@ export interface Figures {
   by_tag: { key: string | null; keys: string[]; groups: TagRow[] };
   spend_per_minute: string[];
   tail: TailRow[];
+  /** Every budget of the account, in its own window and zone. */
+  budgets: TopBudget[];
   /** The month's drift from the providers' own reports (empty until a reconciliation ran). */
   reconciliation: {
     provider: string;
@@ -264,6 +269,7 @@ export function deriveFigures(s: Snapshot): Figures {
     by_model: s.byModel.map((r) => ({ ...r, spend: norm(r.spend) })),
     by_tag: { key: s.tagKey, keys: s.tagKeys, groups: s.byTag.map((r) => ({ ...r, spend: norm(r.spend) })) },
     spend_per_minute: spendPerMinute(s.buckets, s.nowMs).map(formatUnits),
+    budgets: (s.budgets ?? []).map(topBudget),
     reconciliation: (s.reconciliation ?? [])
       .filter((r) => r.unknown === 0 && r.provider_cost !== null && r.meter_cost !== null)
       .map((r) => driftOf(r.provider, r.provider_cost!, r.meter_cost!)),

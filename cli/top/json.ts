@@ -47,6 +47,13 @@ export function figuresJson(f: Figures, indent = 0): string {
         cost: raw(t.cost),
         tags: { ...t.tags },
       })),
+      budgets: f.budgets.map((b) => ({
+        ...b,
+        levels_fired: [...b.levels_fired],
+        amount: raw(b.amount),
+        spend: raw(b.spend),
+        utilization_pct: raw(b.utilization_pct),
+      })),
       reconciliation: f.reconciliation.map((r) => ({
         provider: r.provider,
         provider_cost: raw(r.provider_cost),

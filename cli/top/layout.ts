@@ -6,6 +6,7 @@
  */
 import { printable } from '../../src/printable.js';
 import type { Figures } from './derive.js';
+import { budgetLines } from './budget-lines.js';
 import {
   budgetBar,
   count,
@@ -233,7 +234,7 @@ function footer(f: Figures, s: FrameState): Line {
 
 /** The whole frame: at most height - 1 lines of at most width characters. */
 export function frameLines(f: Figures, s: FrameState): Line[] {
-  const top = [header(f, s), ...monthLines(f, s), ...driftLines(f), ...rateLines(f, s)];
+  const top = [header(f, s), ...monthLines(f, s), ...budgetLines(f, s), ...driftLines(f), ...rateLines(f, s)];
   const room = Math.max(4, s.height - 1 - top.length - 1); // minus the footer
   let body: Line[];
   if (s.help) {

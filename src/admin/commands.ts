@@ -5,6 +5,9 @@ import { sendTestAlerts } from '../alerts/test-send.js';
 import { createAccount, deleteAccount, listAccounts, setAccountPlan } from '../auth/accounts.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../auth/keys.js';
 import { clearBudget, setBudget, showBudget } from '../budget/admin.js';
+import { createBudget, deleteBudget, listBudgets, showBudgetById, updateBudget } from '../budget/budgets-admin.js';
+import { ACTIONS, SCOPE_KINDS, WINDOWS } from '../budget/scope.js';
+import { validTimeZone, type WindowKind } from '../calendar.js';
 import { parseBudgetUsd } from '../money.js';
 import { setLimits, showLimits } from '../fleet/admin.js';
 import { loadPlans, updatePlan, PLAN_ANALYTICS } from '../plans/plans.js';
@@ -40,6 +43,30 @@ const name = z.string().min(1).max(256);
 const none = z.strictObject({});
 const account = z.strictObject({ account: name });
 const count = z.number().int().min(1).max(2_000_000_000);
+const usd = z
+  .string()
+  .refine((v) => parseBudgetUsd(v) !== undefined, 'a USD amount greater than 0 with up to 8 decimals');
+const budgetId = z.string().min(1).max(64);
+/** A budget's definition as `meter budgets create|update` parsed it (each field optional). */
+const budgetSpec = {
+  amount: usd.transform((v) => parseBudgetUsd(v)!).optional(),
+  scope: z
+    .strictObject({
+      kind: z.enum(SCOPE_KINDS),
+      key: z.string().max(64).nullable(),
+      value: z.string().min(1).max(256).nullable(),
+    })
+    .optional(),
+  window: z.enum(WINDOWS as [WindowKind, ...WindowKind[]]).optional(),
+  timezone: z
+    .string()
+    .max(64)
+    .refine((v) => validTimeZone(v) !== undefined, 'an IANA time zone')
+    .transform((v) => validTimeZone(v)!)
+    .optional(),
+  levels: z.array(z.number().int().min(1).max(1000)).min(1).max(10).optional(),
+  action: z.enum(ACTIONS).optional(),
+};
 
 /** Fixed statements (each with the kinds of its parameters), one command each: `{params: […]}`. */
 function statementCommands<S extends Record<string, NamedStatement>>(statements: S) {
@@ -136,6 +163,20 @@ export const adminCommands = {
   ),
   'budget.show': command(account, (db, a) => showBudget(db, a.account)),
   'budget.clear': command(account, (db, a) => clearBudget(db, a.account)),
+
+  'budgets.create': command(
+    z.strictObject({ account: name, ...budgetSpec, amount: budgetSpec.amount.unwrap() }),
+    (db, a) => {
+      const { account: acct, ...spec } = a;
+      return createBudget(db, acct, spec);
+    },
+  ),
+  'budgets.list': command(z.strictObject({ account: name.optional() }), (db, a) => listBudgets(db, a.account)),
+  'budgets.show': command(z.strictObject({ id: budgetId }), (db, a) => showBudgetById(db, a.id)),
+  'budgets.update': command(z.strictObject({ id: budgetId, ...budgetSpec }), (db, { id, ...changes }) =>
+    updateBudget(db, id, changes),
+  ),
+  'budgets.delete': command(z.strictObject({ id: budgetId }), (db, a) => deleteBudget(db, a.id)),
 
   'alerts.add': command(
     z.strictObject({

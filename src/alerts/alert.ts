@@ -38,6 +38,17 @@ export interface DriftFacts {
   threshold_pct: string;
 }
 
+/** Which budget a `budget.threshold` alert is about (CONTRACT §6): every budget's alert names it. */
+export interface BudgetRef {
+  budget_id: string;
+  scope: { kind: string; key: string | null; value: string | null };
+  window: string;
+  timezone: string;
+  /** ISO 8601 with the zone's offset. */
+  window_start: string;
+  window_end: string;
+}
+
 /** One alert as stored in the outbox payload. Money and counters stay decimal strings so the
  *  webhook body carries them exactly; the same stored alert yields the same body on every retry. */
 export interface BudgetAlert {
@@ -56,6 +67,8 @@ export interface BudgetAlert {
   top_tags: TopTag[];
   created_at: string;
   reconciliation?: DriftFacts;
+  /** Absent in alerts queued by an older version and in test messages. */
+  budget_ref?: BudgetRef;
 }
 
 /** The webhook body of CONTRACT §6, keys in the contract's order, money as exact JSON numbers. */
@@ -77,6 +90,14 @@ export function webhookBody(a: BudgetAlert): string {
     })),
     top_tags: a.top_tags.map((t) => ({ key: t.key, value: t.value, spend: raw(t.spend), requests: raw(t.requests) })),
     created_at: a.created_at,
+    ...(a.budget_ref && {
+      budget_id: a.budget_ref.budget_id,
+      scope: a.budget_ref.scope,
+      window: a.budget_ref.window,
+      timezone: a.budget_ref.timezone,
+      window_start: a.budget_ref.window_start,
+      window_end: a.budget_ref.window_end,
+    }),
     reconciliation: a.reconciliation && {
       ...a.reconciliation,
       provider_cost: raw(a.reconciliation.provider_cost),
@@ -93,6 +114,11 @@ export function alertHeadline(a: BudgetAlert): string {
   if (a.type === 'budget.test') return `Test message from meter for account ${a.account}`;
   if (a.reconciliation)
     return `Reconciliation drift: meter's ${a.month} ${a.reconciliation.provider} figures are ${a.reconciliation.diff_pct}% off the provider's own report`;
+  const b = a.budget_ref;
+  if (b && b.scope.kind !== 'account')
+    return `Budget alert: ${a.account} has reached ${a.level}% of budget ${b.budget_id} (${scopeLabel(b)}, ${b.window} in ${b.timezone})`;
+  if (b && b.window !== 'month')
+    return `Budget alert: ${a.account} has reached ${a.level}% of budget ${b.budget_id} (${b.window} in ${b.timezone})`;
   return `Budget alert: ${a.account} has reached ${a.level}% of its ${a.month} budget`;
 }
 
@@ -108,13 +134,15 @@ export function alertFacts(a: BudgetAlert): [string, string][] {
       ['Meter cost', `$${r.meter_cost}`],
       ['Difference', `$${r.diff_usd} (${r.diff_pct}%, alert above ${r.threshold_pct}%)`],
     ];
-  const facts: [string, string][] = [
-    ['Account', a.account],
-    ['Month', a.month],
-  ];
+  const b = a.budget_ref;
+  const facts: [string, string][] = [['Account', a.account]];
+  if (b) {
+    facts.push(['Budget', `${b.budget_id} (${scopeLabel(b)})`]);
+    facts.push(['Window', `${b.window} in ${b.timezone}: ${b.window_start} to ${b.window_end}`]);
+  } else facts.push(['Month', a.month]);
   if (a.level !== null) facts.push(['Level', `${a.level}%`]);
   facts.push(['Spend', `$${a.spend}`]);
-  facts.push(['Budget', a.budget === null ? 'none set' : `$${a.budget}`]);
+  facts.push([b ? 'Amount' : 'Budget', a.budget === null ? 'none set' : `$${a.budget}`]);
   if (a.utilization_pct !== null) facts.push(['Utilisation', `${a.utilization_pct}%`]);
   return facts;
 }
@@ -126,4 +154,10 @@ export function alertTopLines(a: BudgetAlert): { models: string[]; tags: string[
     models: a.top_models.map((m) => `${m.provider}/${m.model}: $${m.spend} (${requests(m.requests)})`),
     tags: a.top_tags.map((t) => `${t.key}=${t.value}: $${t.spend} (${requests(t.requests)})`),
   };
+}
+
+/** `account`, `tag team=search`, `model gpt-4o`. */
+function scopeLabel(b: BudgetRef): string {
+  if (b.scope.kind === 'account') return 'account';
+  return b.scope.kind === 'tag' ? `tag ${b.scope.key}=${b.scope.value}` : `${b.scope.kind} ${b.scope.value}`;
 }

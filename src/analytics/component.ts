@@ -1,6 +1,6 @@
 /**
  * The analytics API (CONTRACT §4) as a daemon component: GET /analytics/{daily,summary,by-tag,
- * events}, behind the service key and scoped to its account. Checks run in this order:
+ * events,budgets,…}, behind the service key and scoped to its account. Checks run in this order:
  * key (401), route (404), method (405), plan (403), parameters (400).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -16,6 +16,7 @@ import { byTagParams, dailyParams, eventsParams, parseParams, summaryParams, typ
 import { createPlanGate, type Endpoint, type PlanGate } from './plan-gate.js';
 import { byTag, daily, summary } from './rollup-queries.js';
 import { reconciliationForAccount, reconciliationParams } from '../reconcile/endpoint.js';
+import { accountBudgets } from '../budget/analytics.js';
 
 export interface AnalyticsOptions {
   store: Queryable;
@@ -47,7 +48,7 @@ export function createAnalytics({
   const withParams = <T>(result: ParamResult<T>, run: (p: T) => Promise<JsonValue>): Promise<ParamResult<JsonValue>> =>
     result.ok ? run(result.value).then((value) => ({ ok: true, value })) : Promise.resolve(result);
 
-  const endpoints: Record<Exclude<Endpoint, 'export'>, Run> = {
+  const endpoints: Record<Exclude<Endpoint, 'export'> | 'budgets', Run> = {
     daily: (who, q) => withParams(parseParams(dailyParams, q), (p) => daily(store, who.accountId, now(), p.days)),
     summary: (who, q) => withParams(parseParams(summaryParams, q), () => summary(store, who.accountId, now())),
     'by-tag': (who, q) =>
@@ -59,7 +60,10 @@ export function createAnalytics({
     // CONTRACT §7: the stored reconciliation results (src/reconcile/endpoint.ts).
     reconciliation: (who, q) =>
       withParams(reconciliationParams(q, now()), (p) => reconciliationForAccount(store, who.accountId, p)),
+    // Every plan: budgets and their alerts are in every plan (src/budget/analytics.ts).
+    budgets: (who) => accountBudgets(store, who.accountId, now()).then((value) => ({ ok: true, value })),
   };
+  const everyPlan = new Set(['budgets']);
   // /analytics/export streams its rows (src/export) instead of answering one JSON value.
   const streamed = 'export';
   const routeList = [...Object.keys(endpoints), streamed].map((e) => `/analytics/${e}`).join(', ');
@@ -89,7 +93,7 @@ export function createAnalytics({
       );
     }
     const included = await gate.endpoints(principal.plan);
-    if (!included.has(name)) {
+    if (!included.has(name) && !everyPlan.has(name)) {
       const has = included.size
         ? `it includes ${[...included].map((e) => `/analytics/${e}`).join(', ')}`
         : 'it includes no analytics';

@@ -33,6 +33,7 @@ interface EventRow {
   price_version: string;
   service_tier: string | null;
   units: Record<string, number> | null;
+  would_block: string[] | null;
 }
 
 // Microseconds as stored: the cursor must name the exact row (see cursor.ts). Not aliased
@@ -40,7 +41,7 @@ interface EventRow {
 const COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time_utc,
   provider, model, status, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
   reasoning_tokens, cost::text AS cost, usage_source, latency_ms, ttfb_ms, stream, tags, key_id,
-  requested_model, price_version, service_tier, units`;
+  requested_model, price_version, service_tier, units, would_block`;
 
 /** Per-plan raw retention as a visibility limit (TimescaleDB mode, where raw chunks are kept
  *  for the longest plan's retention): nothing older than the account's plan keeps, unless the
@@ -137,7 +138,7 @@ function dayOfUpperBound(p: EventsParams): string | undefined {
 /** `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */
 export const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');
 
-/** The fields of CONTRACT §4 (plus `service_tier` and `units`), tags limited to the string pairs the caller sent. */
+/** The fields of CONTRACT §4 (plus `service_tier`, `units` and a shadow budget's `would_block`), tags limited to the string pairs the caller sent. */
 function toEvent(r: EventRow): JsonValue {
   const tags = stringTags(r.tags);
   return {
@@ -162,5 +163,7 @@ function toEvent(r: EventRow): JsonValue {
     price_version: r.price_version,
     service_tier: r.service_tier,
     units: r.units ?? {},
+    // The shadow budgets that would have refused the call (CONTRACT §6); absent otherwise.
+    ...(r.would_block?.length ? { would_block: r.would_block } : {}),
   };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { BudgetAlert } from '../alerts/alert.js';
+import type { BudgetAlert, BudgetRef } from '../alerts/alert.js';
 import type { Queryable } from '../store/types.js';
 import { normaliseUsd, toUnits, utilizationPct } from '../money.js';
 import type { MonthWindow } from '../calendar.js';
@@ -15,6 +15,8 @@ export interface AlertFacts {
   spend: string;
   budget: string | null;
   createdAt: Date;
+  /** The budget the alert is about (every budget.threshold alert names it). */
+  budgetRef?: BudgetRef;
 }
 
 /** The alert a channel receives: the figures plus the month's top models and tags. */
@@ -32,5 +34,6 @@ export async function composeAlert(db: Queryable, f: AlertFacts): Promise<Budget
     top_models: models.map((m) => ({ ...m, spend: normaliseUsd(m.spend) })),
     top_tags: tags.map((t) => ({ ...t, spend: normaliseUsd(t.spend) })),
     created_at: f.createdAt.toISOString(),
+    ...(f.budgetRef && { budget_ref: f.budgetRef }),
   };
 }

@@ -1,13 +1,64 @@
 import type { DaemonContext } from '../component.js';
+import type { UsageEvent } from '../metering/event.js';
 import { BudgetMonitor, type BudgetMonitorOptions } from './monitor.js';
+import { ShadowGate } from './gate.js';
+import { ScopedBudgetMonitor, type ScopedMonitorOptions } from './scoped-monitor.js';
 
 export { BudgetMonitor, type BudgetSnapshot } from './monitor.js';
 export { DEFAULT_WORST_OUTPUT_TOKENS, maxOutputTokens, worstCaseUnits } from './worst-case.js';
+export { BudgetBook, type MatchedBudget } from './book.js';
+export { ShadowGate, refusalMessage } from './gate.js';
+export { ScopedBudgetMonitor } from './scoped-monitor.js';
 
-/** The daemon component (components.ts). Spend is re-read every flush interval. */
+/** The account budget's alert levels (monitor.ts): spend re-read for accounts with new writes. */
 export function createBudgetMonitor(ctx: DaemonContext, opts: Partial<BudgetMonitorOptions> = {}): BudgetMonitor {
   return new BudgetMonitor(ctx.store, ctx.logger.child({ component: 'budget' }), {
-    intervalMs: ctx.config.flushIntervalMs,
+    intervalMs: Math.max(ctx.config.flushIntervalMs, 1_000),
     ...opts,
   });
+}
+
+/** Every budget's spend and alerts (scoped-monitor.ts): meter_changes and the recent writes
+ *  polled once a second, every budget re-read every 30 s. */
+export function createScopedMonitor(ctx: DaemonContext, opts: Partial<ScopedMonitorOptions> = {}): ScopedBudgetMonitor {
+  const monitor = new ScopedBudgetMonitor(ctx.store, ctx.logger.child({ component: 'budgets' }), {
+    pollMs: 1_000,
+    sweepMs: 30_000,
+    ...opts,
+  });
+  // Per budget id only (never a tag value, key or account: CONTRACT §2).
+  ctx.metrics.gauge(
+    'meter_budget_utilization_ratio',
+    "Each budget's spend in its current window over its amount, as last read",
+    ['budget_id'],
+    (emit) => {
+      for (const def of monitor.book.all()) {
+        const spend = monitor.states.get(def.id)?.spendUnits;
+        if (spend !== undefined)
+          emit({ budget_id: def.id }, Number((spend * 1_000_000n) / def.amountUnits) / 1_000_000);
+      }
+    },
+  );
+  return monitor;
+}
+
+/** Shadow budgets' would-be refusals (gate.ts), settled by the usage events; the refusals of
+ *  every budget (block ones are counted by the fleet's admission) for /metrics. */
+export function createShadowGate(
+  ctx: DaemonContext,
+  monitor: ScopedBudgetMonitor,
+  metering: { observe(listener: (e: UsageEvent) => void): void },
+): ShadowGate {
+  const gate = new ShadowGate(monitor);
+  monitor.attachLedger(gate);
+  metering.observe((event) => gate.settle(event));
+  ctx.metrics.counter(
+    'meter_budget_refusals_total',
+    'Calls a budget refused (action block) or would have refused (action shadow), per budget id',
+    ['budget_id', 'action'],
+    (emit) => {
+      for (const [id, r] of gate.refusals) emit({ budget_id: id, action: r.action }, r.count);
+    },
+  );
+  return gate;
 }

@@ -5,7 +5,8 @@ import { readWithSeen, RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
 import { formatUnits, reached, toUnits } from '../money.js';
-import { currentMonth } from '../calendar.js';
+import { currentMonth, isoInZone } from '../calendar.js';
+import { accountBudgetId } from './definitions.js';
 import { budgetStatesQuery, fireLevel, LEVELS, type BudgetRow } from './queries.js';
 
 /** What the daemon knows about one budgeted account, as of the last refresh. */
@@ -121,6 +122,14 @@ export class BudgetMonitor implements Component {
           spend: row.spend,
           budget: row.budget,
           createdAt: this.now(),
+          budgetRef: {
+            budget_id: accountBudgetId(row.account_id),
+            scope: { kind: 'account', key: null, value: null },
+            window: 'month',
+            timezone: 'UTC',
+            window_start: isoInZone(Date.parse(`${window.from}T00:00:00Z`), 'UTC'),
+            window_end: isoInZone(Date.parse(`${window.to}T00:00:00Z`), 'UTC'),
+          },
         });
         const result = await fireLevel(this.db, {
           accountId: row.account_id,

@@ -30,7 +30,15 @@ export interface PricedCall {
  * it at cost 0 too).
  */
 export function worstCaseUnits(pricer: Pricer, call: PricedCall): bigint | undefined {
-  const worst = worstCaseTokens(call);
+  return priceWorstCase(pricer, call, worstCaseTokens(call));
+}
+
+/** worstCaseUnits, from the call's worst-case tokens already read (one parse of the body). */
+export function priceWorstCase(
+  pricer: Pricer,
+  call: PricedCall,
+  worst: ReturnType<typeof worstCaseTokens>,
+): bigint | undefined {
   if (worst === undefined) return undefined;
   if (worst.model === undefined) return 0n;
   const { cost } = pricer.cost({

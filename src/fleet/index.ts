@@ -1,16 +1,15 @@
 import type { DaemonContext, Component } from '../component.js';
-import type { BudgetSnapshot } from '../budget/monitor.js';
 import type { UsageEvent } from '../metering/event.js';
 import { toUnits } from '../money.js';
 import type { PlanBook } from '../plans/plans.js';
 import type { Pricer } from '../pricing/index.js';
 import type { ChangeWatcher } from './changes.js';
 import { DEFAULT_LEDGER, FleetLedger, type LedgerOptions } from './ledger.js';
-import { FleetAdmissions, OverrideBook } from './limits.js';
+import { FleetAdmissions, OverrideBook, type Budgets } from './limits.js';
 
 export { ChangeWatcher } from './changes.js';
 export { FleetLedger, DEFAULT_LEDGER, type LedgerOptions } from './ledger.js';
-export { FleetAdmissions, OverrideBook } from './limits.js';
+export { FleetAdmissions, OverrideBook, type Budgets } from './limits.js';
 
 /**
  * The fleet's limits in the daemon: leases of every limit the sidecar serves, admission of
@@ -22,7 +21,7 @@ export function createFleet(
   deps: {
     plans: PlanBook;
     changes: ChangeWatcher;
-    budgets: { budgetOf(accountId: string): BudgetSnapshot | undefined };
+    budgets: Budgets;
     metering: { pricer: Pricer; observe(listener: (e: UsageEvent) => void): void };
     ledger?: Partial<LedgerOptions>;
   },
@@ -41,7 +40,7 @@ export function createFleet(
     ledger.settle(
       event.id,
       (spec) =>
-        spec.key.startsWith('spend:') ? toUnits(event.cost) : spec.key.startsWith('tpm:') ? tokens : undefined,
+        spec.key.startsWith('budget:') ? toUnits(event.cost) : spec.key.startsWith('tpm:') ? tokens : undefined,
       event.time,
     );
   });

@@ -50,7 +50,7 @@ export class FleetLedger {
 
   constructor(
     private readonly db: Db,
-    private readonly logger: Pick<Logger, 'warn' | 'info'>,
+    private readonly logger: Pick<Logger, 'warn' | 'info' | 'error'>,
     readonly opts: LedgerOptions = DEFAULT_LEDGER,
   ) {}
 
@@ -303,6 +303,14 @@ export class FleetLedger {
   }
 
   #unreachable(err: unknown): void {
+    const code = (err as { code?: unknown }).code;
+    const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+    // The server answered with an error of the statement itself (not of the connection): say so
+    // loudly, every time; the limit acts as when the database is away, the others go on.
+    if (sqlstate && !/^(08|53|57P)/.test(sqlstate)) {
+      this.logger.error({ err: (err as Error).message, sqlstate }, 'fleet leases: a lease statement failed');
+      return;
+    }
     // Calls meanwhile run on what is held instead of each waiting for a connection attempt.
     this.#downUntil = Date.now() + 1_000;
     if (this.#warned) return;

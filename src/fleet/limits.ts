@@ -1,6 +1,7 @@
 import type { Principal } from '../auth/types.js';
-import { DEFAULT_WORST_OUTPUT_TOKENS, worstCaseTokens, worstCaseUnits, type PricedCall } from '../budget/worst-case.js';
-import type { BudgetSnapshot } from '../budget/monitor.js';
+import type { BudgetBook, MatchedBudget } from '../budget/book.js';
+import { refusalMessage, type ShadowGate } from '../budget/gate.js';
+import { DEFAULT_WORST_OUTPUT_TOKENS, priceWorstCase, worstCaseTokens, type PricedCall } from '../budget/worst-case.js';
 import { windowBounds } from '../calendar.js';
 import { formatUnits } from '../money.js';
 import type { Plan, PlanBook } from '../plans/plans.js';
@@ -45,6 +46,12 @@ interface CallLimits {
 
 type Refusal = Extract<Admission, { ok: false }>;
 
+/** The budgets of CONTRACT §6: `block` ones are fleet limits here, `shadow` ones the gate's. */
+export interface Budgets {
+  book: BudgetBook;
+  shadows?: ShadowGate;
+}
+
 /**
  * Admission of proxied calls against the fleet's limits (CONTRACT §6, docs/fleet.md): the key's
  * and the account's calls and tokens a minute, the plan's monthly quota and the Pro hard cap,
@@ -53,57 +60,71 @@ type Refusal = Extract<Admission, { ok: false }>;
  */
 export class FleetAdmissions {
   readonly #specs = new Map<string, LimitSpec>();
+  /** The budget behind each budget limit, as last matched (for its 402's words). */
+  readonly #budgets = new Map<string, MatchedBudget>();
 
   constructor(
     private readonly plans: PlanBook,
     private readonly overrides: OverrideBook,
     private readonly ledger: FleetLedger,
     private readonly pricer: Pricer,
-    private readonly budgets: { budgetOf(accountId: string): BudgetSnapshot | undefined },
+    private readonly budgets: Budgets,
   ) {}
 
-  /** true when admission needs the request body: a hard cap or a tokens-a-minute limit. */
+  /** true when admission needs the request body: a block or shadow budget, or a tokens-a-minute limit. */
   needsBody(p: Principal): boolean {
-    if (this.budgets.budgetOf(p.accountId)?.hardCap) return true;
+    if (this.budgets.book.admits(p.accountId)) return true;
     const plan = this.plans.get(p.plan);
     if (!plan) return false;
     const l = this.#limits(p, plan);
     return l.keyTokens !== null || l.accountTokens !== null;
   }
 
-  admit(p: Principal, call: { id: string; time: Date; priced?: PricedCall }): Admission | Promise<Admission> {
+  admit(
+    p: Principal,
+    call: { id: string; time: Date; priced?: PricedCall; tags?: Record<string, string> },
+  ): Admission | Promise<Admission> {
     const plan = this.plans.get(p.plan);
-    const budget = this.budgets.budgetOf(p.accountId);
     if (!plan) return { ok: true, headers: {} }; // plans not loaded: never fail a call on metering's account
     const now = Date.now();
     const l = this.#limits(p, plan);
     const needs: Need[] = [{ spec: this.#minute(`rpm:key:${p.keyId}`, l.keyCalls), units: 1n }];
     if (l.accountCalls !== null)
       needs.push({ spec: this.#minute(`rpm:account:${p.accountId}`, l.accountCalls), units: 1n });
+    const worst = call.priced ? worstCaseTokens(call.priced) : undefined;
     if (l.keyTokens !== null || l.accountTokens !== null) {
-      const tokens = call.priced ? worstTokens(call.priced) : 0n;
+      const tokens = call.priced ? worstTokens(call.priced, worst) : 0n;
       if (tokens > 0n) {
         if (l.keyTokens !== null) needs.push({ spec: this.#minute(`tpm:key:${p.keyId}`, l.keyTokens), units: tokens });
         if (l.accountTokens !== null)
           needs.push({ spec: this.#minute(`tpm:account:${p.accountId}`, l.accountTokens), units: tokens });
       }
     }
-    if (l.quota !== null) needs.push({ spec: this.#monthly('quota', p.accountId, BigInt(l.quota), now), units: 1n });
-    if (budget?.hardCap && call.priced) {
-      const worst = worstCaseUnits(this.pricer, call.priced);
+    if (l.quota !== null) needs.push({ spec: this.#monthly(p.accountId, BigInt(l.quota), now), units: 1n });
+    let matched: MatchedBudget[] = [];
+    let cost: bigint | undefined = 0n;
+    if (call.priced && this.budgets.book.admits(p.accountId)) {
+      const budgetCall = {
+        accountId: p.accountId,
+        keyId: p.keyId,
+        tags: call.tags ?? {},
+        provider: call.priced.provider,
+      };
+      matched = this.budgets.book.matching({ ...budgetCall, model: worst?.model }, now);
+      cost = priceWorstCase(this.pricer, call.priced, worst);
       // A call that can cost nothing passes; one whose model cannot be known holds all that is left.
-      if (worst !== 0n)
-        needs.push({ spec: this.#monthly('spend', p.accountId, budget.budgetUnits, now), units: worst ?? 'rest' });
+      if (cost !== 0n)
+        for (const b of matched) if (b.action === 'block') needs.push({ spec: this.#budget(b), units: cost ?? 'rest' });
     }
+    const answer = (v: Verdict) => this.#answer(v, call.id, p, plan, needs, matched, cost);
     const verdict = this.ledger.admit(call.id, needs, now);
-    return verdict instanceof Promise
-      ? verdict.then((v) => this.#answer(v, p, plan, needs, budget))
-      : this.#answer(verdict, p, plan, needs, budget);
+    return verdict instanceof Promise ? verdict.then(answer) : answer(verdict);
   }
 
   /** Frees what an admitted call took when no usage event will settle it. */
   release(callId: string): void {
     this.ledger.release(callId);
+    this.budgets.shadows?.release(callId);
   }
 
   /** The key's RateLimit-* headers as they stand (answers that forward nothing). */
@@ -145,32 +166,57 @@ export class FleetAdmissions {
     }));
   }
 
-  /** The month's calls (quota) or spend in units of 1e-8 USD (the hard cap), as usage_daily counts them. */
-  #monthly(what: 'quota' | 'spend', accountId: string, amount: bigint, now: number): LimitSpec {
+  /** The month's calls (the quota), as usage_daily counts them. */
+  #monthly(accountId: string, amount: bigint, now: number): LimitSpec {
     const { start, end } = windowBounds('month', now);
-    return this.#spec(`${what}:${accountId}@${start}=${amount}`, () => ({
-      key: `${what}:${accountId}`,
+    return this.#spec(`quota:${accountId}@${start}=${amount}`, () => ({
+      key: `quota:${accountId}`,
       windowStart: start,
       kind: 'written',
       amount,
-      offline: what === 'spend' ? 'closed' : 'open',
+      offline: 'open',
       used: {
-        sql:
-          `SELECT ${what === 'spend' ? 'round(COALESCE(sum(spend), 0) * 100000000)' : 'COALESCE(sum(requests), 0)'}` +
-          ' FROM usage_daily WHERE account_id = $1 AND day >= $2::date AND day < $3::date',
+        sql: 'SELECT COALESCE(sum(requests), 0) FROM usage_daily WHERE account_id = $1 AND day >= $2::date AND day < $3::date',
         params: [accountId, day(start), day(end)],
       },
     }));
   }
 
-  #answer(v: Verdict, p: Principal, plan: Plan, needs: Need[], budget: BudgetSnapshot | undefined): Admission {
-    const rate = this.ledger.lease(needs[0]!.spec);
-    const headers = rateHeaders(rate);
-    if (v.ok) return { ok: true, headers };
-    return {
-      ...refusal(v, p, plan, budget, this.ledger.lease(v.limit)),
-      headers: { ...headers, ...retry(v, this.ledger.lease(v.limit)) },
-    };
+  /** A block budget's window, its spend in units of 1e-8 USD as the budget's exact statement reads it. */
+  #budget(b: MatchedBudget): LimitSpec {
+    const key = `budget:${b.id}`;
+    this.#budgets.set(key, b);
+    return this.#spec(`${key}@${b.windowStart}=${b.amountUnits}`, () => {
+      const q = this.budgets.book.spendQuery(b, { start: b.windowStart, end: b.windowEnd });
+      return {
+        key,
+        windowStart: b.windowStart,
+        kind: 'written',
+        amount: b.amountUnits,
+        offline: 'closed',
+        used: { sql: `SELECT round(COALESCE(s.spend::numeric, 0) * 100000000) FROM (${q.sql}) s`, params: q.params },
+      };
+    });
+  }
+
+  #answer(
+    v: Verdict,
+    callId: string,
+    p: Principal,
+    plan: Plan,
+    needs: Need[],
+    matched: MatchedBudget[],
+    cost: bigint | undefined,
+  ): Admission {
+    const headers = rateHeaders(this.ledger.lease(needs[0]!.spec));
+    if (v.ok) {
+      const wouldBlock = this.budgets.shadows?.check(callId, matched, cost, Date.now()) ?? [];
+      return wouldBlock.length ? { ok: true, headers, wouldBlock } : { ok: true, headers };
+    }
+    const lease = this.ledger.lease(v.limit);
+    const b = this.#budgets.get(v.limit.key);
+    if (b) this.budgets.shadows?.count(b.id, 'block');
+    return { ...refusal(v, p, plan, b, lease), headers: { ...headers, ...retry(v, lease) } };
   }
 }
 
@@ -178,25 +224,24 @@ function refusal(
   v: Extract<Verdict, { ok: false }>,
   p: Principal,
   plan: Plan,
-  budget: BudgetSnapshot | undefined,
+  budget: MatchedBudget | undefined,
   lease: Lease,
 ): Omit<Refusal, 'headers'> {
   const { key, amount } = v.limit;
   const n = String(amount);
   const reset = lease.resetSeconds(Date.now());
-  if (key.startsWith('spend:')) {
-    const b = budget!;
-    return {
-      ok: false,
-      status: 402,
-      code: 'budget_exceeded',
-      message: v.offline
-        ? `the hard cap of account ${b.account} cannot confirm room for this call: the database is unreachable ` +
-          "and this sidecar's slice of the budget is used up or lapsed; calls resume when it answers"
-        : `the monthly budget of $${b.budget} for account ${b.account} is reached ` +
-          `($${formatUnits(lease.used)} spent in ${b.month}, plus calls in flight across the fleet); the hard cap ` +
-          'refuses calls until the next month or a higher budget (meter budget set)',
-    };
+  if (budget) {
+    const spent = lease.used + lease.othersHeld + lease.held;
+    const where = `[budget ${budget.id}, scope ${budget.scope.kind}, window ${budget.window} from ${new Date(budget.windowStart).toISOString()} (${budget.timezone})]`;
+    const message = v.offline
+      ? `the hard cap of budget ${budget.id} cannot confirm room for this call: the database is unreachable ` +
+        `and this sidecar's slice of the budget is used up or lapsed; calls resume when it answers ${where}`
+      : budget.accountBudget
+        ? `the monthly budget of $${formatUnits(budget.amountUnits)} for account ${p.accountName} is reached ` +
+          `($${formatUnits(lease.used)} spent, plus calls in flight across the fleet); the hard cap ` +
+          `refuses calls until the next month or a higher budget (meter budget set) ${where}`
+        : refusalMessage(budget, spent);
+    return { ok: false, status: 402, code: 'budget_exceeded', message };
   }
   if (key.startsWith('quota:')) {
     return {
@@ -234,8 +279,7 @@ function rateHeaders(lease: Lease): Record<string, string> {
 
 /** Input and output tokens a call may use at most (a body too large to find its model in
  *  counts a token a byte and the default output limit). */
-function worstTokens(call: PricedCall): bigint {
-  const worst = worstCaseTokens(call);
+function worstTokens(call: PricedCall, worst: ReturnType<typeof worstCaseTokens>): bigint {
   if (worst === undefined) return BigInt(call.bodyBytes + DEFAULT_WORST_OUTPUT_TOKENS);
   return BigInt(worst.inputTokens + worst.outputTokens);
 }

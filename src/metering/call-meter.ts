@@ -219,6 +219,7 @@ export class MeteredCall implements CallMeter {
       units: storedUnits(usage),
       serviceTier: usage.serviceTier === undefined ? null : storable(usage.serviceTier),
       usageRaw: raw,
+      ...(this.call.wouldBlock?.length ? { wouldBlock: [...this.call.wouldBlock] } : {}),
     };
   }
 

@@ -47,4 +47,6 @@ export interface UsageEvent {
   /** Usage a provider reported out of range (src/metering/bounded-usage.ts): which fields were
    *  clamped and the raw figures. Null or absent for every normal event. */
   usageRaw?: RawUsage | null;
+  /** Ids of the shadow budgets that would have refused the call (CONTRACT §6); absent otherwise. */
+  wouldBlock?: string[] | null;
 }

@@ -24,6 +24,8 @@ export interface CallStart {
    *  repeats the usage of the call that made it and must not be charged again. */
   method?: string;
   tags: Record<string, string>;
+  /** Ids of the shadow budgets that would have refused this call (set at admission). */
+  wouldBlock?: string[];
   /** The caller's W3C trace context (OpenTelemetry export parents its span on it). */
   traceparent?: string;
   tracestate?: string;

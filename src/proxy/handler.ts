@@ -38,13 +38,18 @@ export interface Refusal {
 /** In-memory pre-flight checks (plan rate limit, quota, hard cap): no I/O. Its headers go on
  *  every response of the call (CONTRACT §6 RateLimit-*), a refusal is answered at once. */
 export type Admission =
-  { ok: true; headers: Record<string, string> } | ({ ok: false; headers: Record<string, string> } & Refusal);
+  /** `wouldBlock`: shadow budgets that would have refused the call (flagged on its event). */
+  | { ok: true; headers: Record<string, string>; wouldBlock?: string[] }
+  | ({ ok: false; headers: Record<string, string> } & Refusal);
 
 export interface Admitter {
   /** Admits the call or refuses it; a refused call counts against no limit. Synchronous in the
    *  steady state; a promise when a limit must ask the database (docs/fleet.md). `priced`: the
    *  request's body as read ahead, when needsBody asked for it. */
-  admit(principal: Principal, call: { id: string; time: Date; priced?: PricedCall }): Admission | Promise<Admission>;
+  admit(
+    principal: Principal,
+    call: { id: string; time: Date; priced?: PricedCall; tags?: Record<string, string> },
+  ): Admission | Promise<Admission>;
   /** true when admission needs the request body first (a hard cap, a tokens-a-minute limit). */
   needsBody?(principal: Principal): boolean;
   /** Frees what an admitted call took when no usage event will settle it. */
@@ -196,6 +201,8 @@ export function createProxyHandler(deps: ProxyDeps) {
         return false;
       }
       call.headers = a.headers;
+      // Shadow budgets this call would have met refused: flagged on its event.
+      if (a.wouldBlock) start.wouldBlock = a.wouldBlock;
       if (admitter?.release) call.release = () => admitter.release!(id);
       return true;
     };
@@ -217,7 +224,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     // it before deciding.
     return readAhead(req, deps.limits.meteringBodyBytes).then(({ body, bytes, head, source }) => {
       const priced = { provider: target.slug, path, body, bodyBytes: bytes, head, time };
-      return whenAdmitted(admitter.admit(principal, { id, time, priced }), (a) => {
+      return whenAdmitted(admitter.admit(principal, { id, time, priced, tags: tags.tags }), (a) => {
         if (admitted(a)) dispatch(call, bytes > 0 ? source : undefined);
       });
     });

@@ -1,7 +1,7 @@
 import { createAlertDeliverer } from '../alerts/index.js';
 import { acquireKeyCache, releaseKeyCache } from '../auth/cache.js';
 import { analyticsComponent } from '../analytics/index.js';
-import { createBudgetMonitor } from '../budget/index.js';
+import { createBudgetMonitor, createScopedMonitor, createShadowGate } from '../budget/index.js';
 import type { DaemonContext, StartComponent } from '../component.js';
 import { ChangeWatcher, createFleet, type LedgerOptions } from '../fleet/index.js';
 import { daemonMetering, type MeteringDeps } from '../metering/index.js';
@@ -36,11 +36,20 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   const changes = new ChangeWatcher(ctx.store, ctx.logger.child({ component: 'changes' }), ctx.config.keyRefreshMs);
   const plans = createPlans(ctx, changes);
   await start(plans.component);
-  // Month-to-date spend per budgeted account and the 50/80/100% alerts.
+  // The account budget's alert levels (the monthly budget of `meter budget set`).
   const budget = await start(createBudgetMonitor(ctx));
-  // The fleet's limits (rate limits, quota, hard cap) as leases; it stops after the proxy, so
-  // every slice goes back once the calls in flight have ended.
-  const fleet = createFleet(ctx, { plans: plans.book, changes, budgets: budget, metering, ledger: opts.ledger });
+  // Every budget (any scope, window and zone): spend and alerts; shadow budgets' would-be refusals.
+  const budgets = await start(createScopedMonitor(ctx));
+  const shadows = createShadowGate(ctx, budgets, metering);
+  // The fleet's limits (rate limits, quota, block budgets) as leases; it stops after the proxy,
+  // so every slice goes back once the calls in flight have ended.
+  const fleet = createFleet(ctx, {
+    plans: plans.book,
+    changes,
+    budgets: { book: budgets.book, shadows },
+    metering,
+    ledger: opts.ledger,
+  });
   // Service keys, re-read when the change counter moved instead of on a timer of their own.
   const keys = await acquireKeyCache(ctx.store, { refreshMs: ctx.config.keyRefreshMs, logger: ctx.logger });
   keys.followChanges();
@@ -58,7 +67,7 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(createAlertDeliverer(ctx));
   // Reconciliation against the providers' own reports, daily, when an admin key is set.
   await start(reconcileJob(ctx));
-  return { metering, plans, budget, fleet };
+  return { metering, plans, budget, budgets, shadows, fleet };
 }
 
 /** The daemon as shipped (meter start). */

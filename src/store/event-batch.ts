@@ -47,6 +47,7 @@ const COLUMNS: [name: string, type: string, key: string][] = [
   ['units', 'jsonb', 'units'],
   ['service_tier', 'text', 'serviceTier'],
   ['usage_raw', 'jsonb', 'usageRaw'],
+  ['would_block', 'jsonb', 'wouldBlock'],
 ];
 const names = COLUMNS.map(([n]) => n).join(', ');
 

@@ -10,6 +10,8 @@
  * Instants travel as integer microseconds since the epoch (exact, unlike a JS Date).
  */
 
+import type { BudgetView } from '../budget/status.js';
+
 export type ParamKind = 'uuid' | 'date' | 'month' | 'text' | 'int' | 'uuid[]';
 
 export interface NamedStatement {
@@ -137,5 +139,7 @@ export function checkParams(statement: NamedStatement, params: readonly unknown[
 /** Where top's statements run: only the named ones above (a connection, or a daemon's admin API). */
 export interface TopSource {
   run<T>(name: TopStatementName, params: unknown[]): Promise<T[]>;
+  /** Every budget of the account in its current window (`meter budgets list`); absent: none shown. */
+  budgets?(account: string): Promise<BudgetView[]>;
   close(): Promise<void>;
 }

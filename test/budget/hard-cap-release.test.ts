@@ -1,5 +1,7 @@
 import { beforeAll, expect, it } from 'vitest';
-import type { BudgetSnapshot } from '../../src/budget/monitor.js';
+import { BudgetBook } from '../../src/budget/book.js';
+import { accountBudgetId } from '../../src/budget/definitions.js';
+import { ACCOUNT_SCOPE } from '../../src/budget/scope.js';
 import { FleetAdmissions, FleetLedger, OverrideBook } from '../../src/fleet/index.js';
 import { PlanBook } from '../../src/plans/index.js';
 import type { Admitter } from '../../src/proxy/handler.js';
@@ -14,24 +16,11 @@ import { startFakeUpstream } from '../helpers/upstreams.js';
 // no event will come (begin or end throws), the call is still answered, and its reservation
 // must be freed when it ends: held until a restart, it would refuse calls under the budget.
 
-const month = new Date().toISOString().slice(0, 7);
 let accountId = '';
-const budget: BudgetSnapshot = {
-  accountId: '',
-  account: 'capped',
-  month,
-  budget: '10',
-  budgetUnits: 1_000_000_000n,
-  hardCap: true,
-  spend: '0',
-  spendUnits: 0n,
-  levelsFired: [],
-  refreshedAt: new Date(),
-};
 let ledger: FleetLedger;
 let admissions: FleetAdmissions;
 /** What the budget's lease holds: reservations of calls in flight and costs not yet written. */
-const held = () => ledger.leases().find((l) => l.spec.key.startsWith('spend:'))?.held ?? 0n;
+const held = () => ledger.leases().find((l) => l.spec.key.startsWith('budget:'))?.held ?? 0n;
 let reserved = 0n;
 const admitter: Admitter = {
   admit: (p, c) => {
@@ -71,13 +60,27 @@ beforeAll(async () => {
   const store = proxy.daemon.store;
   const plans = new PlanBook();
   await plans.refresh(store);
-  ledger = new FleetLedger(store, { warn() {}, info() {} });
-  const budgets = { budgetOf: (id: string) => (id === accountId ? budget : undefined) };
-  admissions = new FleetAdmissions(plans, new OverrideBook(), ledger, new Pricer(), budgets);
-  const [row] = await proxy.daemon.store.query<{ id: string }>('SELECT id::text FROM accounts WHERE name = $1', [
-    proxy.account,
-  ]);
+  ledger = new FleetLedger(store, { warn() {}, info() {}, error() {} });
+  const [row] = await store.query<{ id: string }>('SELECT id::text FROM accounts WHERE name = $1', [proxy.account]);
   accountId = row!.id;
+  // The account's monthly budget of $10 with the hard cap, as `meter budget set` makes it.
+  const book = new BudgetBook([
+    {
+      id: accountBudgetId(accountId),
+      accountId,
+      account: proxy.account,
+      scope: ACCOUNT_SCOPE,
+      window: 'month',
+      timezone: 'UTC',
+      amount: '10',
+      amountUnits: 1_000_000_000n,
+      levels: [50, 80, 100],
+      action: 'block',
+      enforced: true,
+      accountBudget: true,
+    },
+  ]);
+  admissions = new FleetAdmissions(plans, new OverrideBook(), ledger, new Pricer(), { book });
 });
 
 const call = () =>

@@ -6,7 +6,7 @@ import { openPostgres } from '../../src/store/postgres.js';
 import { atFileEnd } from '../helpers/cleanup.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
 
-const quiet = { warn() {}, info() {} };
+const quiet = { warn() {}, info() {}, error() {} };
 const spec: LimitSpec = {
   key: 'spend:test',
   windowStart: Date.UTC(2026, 10, 1),

@@ -136,7 +136,8 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
     await eventually(async () => (await written('killed')).requests === '3', 10_000, 'the victim’s calls written');
     const [lease] = await db.query<{ granted: string; held: string }>(
       `SELECT granted::text, held::text FROM fleet_leases
-        WHERE limit_key = 'spend:' || (SELECT id FROM accounts WHERE name = 'killed') AND granted > held`,
+        WHERE limit_key = (SELECT 'budget:acct_' || left(replace(id::text, '-', ''), 12) FROM accounts WHERE name = 'killed')
+          AND granted > held`,
     );
     expect(lease).toBeDefined(); // it holds an unused slice
     victim.child.kill('SIGKILL');

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { BudgetBook } from '../../src/budget/book.js';
 import { FleetAdmissions, FleetLedger, OverrideBook } from '../../src/fleet/index.js';
 import { PlanBook } from '../../src/plans/plans.js';
 import { windowBounds } from '../../src/calendar.js';
@@ -10,7 +11,7 @@ import { uuidv7 } from '../../src/metering/ids.js';
 import { insertBatch } from '../../src/store/event-batch.js';
 import { makeEvents } from '../metering/events.js';
 
-const quiet = { warn() {}, info() {} };
+const quiet = { warn() {}, info() {}, error() {} };
 
 /** Admission as the proxy runs it, on this store, for one sidecar. */
 async function admissions(db: Db) {
@@ -19,7 +20,7 @@ async function admissions(db: Db) {
   const overrides = new OverrideBook();
   await overrides.reload(db);
   const ledger = new FleetLedger(db, quiet);
-  const adm = new FleetAdmissions(plans, overrides, ledger, new Pricer(), { budgetOf: () => undefined });
+  const adm = new FleetAdmissions(plans, overrides, ledger, new Pricer(), { book: new BudgetBook() });
   const admit = async (p: Parameters<FleetAdmissions['admit']>[0], id = uuidv7(Date.now())): Promise<Admission> =>
     adm.admit(p, { id, time: new Date() });
   return { plans, overrides, ledger, adm, admit };

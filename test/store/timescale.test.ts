@@ -74,7 +74,9 @@ describe('TimescaleDB mode', () => {
       ),
     ).toEqual([
       { view_name: 'usage_daily', materialized_only: false },
+      { view_name: 'usage_quarter_hour', materialized_only: false },
       { view_name: 'usage_tag_daily', materialized_only: false },
+      { view_name: 'usage_tag_quarter_hour', materialized_only: false },
     ]);
     const columns = (d: Db, table: string) =>
       d.query<{ name: string; type: string }>(
@@ -384,6 +386,7 @@ describe('choosing and converting the mode', () => {
       { version: 2, variant: 'plain' },
       { version: 20, variant: 'timescale' },
       { version: 110, variant: 'timescale' },
+      { version: 132, variant: 'timescale' },
     ]);
     // The tag table was filled from the events already there (sql/110).
     const [tagged] = await ts.query<{ events: string; copies: string }>(

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { afterAll, vi } from 'vitest';
 import { registerAlerts } from '../../../cli/commands/alerts.js';
 import { registerBudget, type StoreRunner } from '../../../cli/commands/budget.js';
+import { registerBudgets } from '../../../cli/commands/budgets.js';
 import { loadConfig } from '../../../src/config.js';
 import { startDaemon } from '../../../src/server/daemon.js';
 import { readLock } from '../../../src/store/lockfile.js';
@@ -17,7 +18,7 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `meter budget …` / `meter alerts …` in this process as cli/main.ts would: errors become
+/** Runs `meter budget …` / `meter budgets …` / `meter alerts …` in this process as cli/main.ts would: errors become
  *  one `meter: …` line on stderr and the error's exit code (1, or 2 for a usage error). */
 export async function runCli(args: string[], run: StoreRunner): Promise<CliResult> {
   let stdout = '';
@@ -27,6 +28,7 @@ export async function runCli(args: string[], run: StoreRunner): Promise<CliResul
     writeErr: (s) => (stderr += s),
   });
   registerBudget(program, run);
+  registerBudgets(program, run);
   registerAlerts(program, run);
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     stdout += String(chunk);

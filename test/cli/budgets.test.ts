@@ -1,0 +1,128 @@
+import { beforeAll, expect, it } from 'vitest';
+import type { StoreRunner } from '../../cli/commands/budget.js';
+import type { Db } from '../../src/store/types.js';
+import { cliStore, runCli } from '../alerts/helpers/cli.js';
+import { makeEvent, seedEvents } from '../analytics/helpers/seed.js';
+import { createAccount } from '../budget/helpers/seed.js';
+import { describeEachBackend } from '../helpers/stores.js';
+
+/** `meter budgets …` (CONTRACT §1): every scope, window, zone, levels and action; `--json` as
+ *  /analytics/budgets shows a budget; block refused on Free; the account budget is one of them. */
+describeEachBackend('meter budgets', (backend) => {
+  let db: Db;
+  let run: StoreRunner;
+  let acme: string;
+  const meter = (...args: string[]) => runCli(args, run);
+  const json = async (...args: string[]) => {
+    const r = await meter(...args, '--json');
+    expect(r, args.join(' ')).toMatchObject({ code: 0, stderr: '' });
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  };
+
+  beforeAll(async () => {
+    ({ db, run } = await cliStore(backend));
+    acme = await createAccount(db, 'acme', 'pro');
+    await createAccount(db, 'free-co', 'free');
+    await seedEvents(db, [
+      makeEvent({ accountId: acme, time: new Date().toISOString(), cost: '1.23456789', tags: { team: 'search' } }),
+      makeEvent({ accountId: acme, time: new Date().toISOString(), cost: '2', tags: { team: 'ads' } }),
+    ]);
+  });
+
+  it('create --json prints the budget as /analytics/budgets shows it, spend exact in its window', async () => {
+    const b = await json(
+      'budgets',
+      'create',
+      '--account',
+      'acme',
+      '--amount',
+      '10.5',
+      '--scope',
+      'tag:team=search',
+      '--window',
+      'week',
+      '--tz',
+      'Asia/Kathmandu',
+      '--levels',
+      '95,85,50',
+      '--action',
+      'shadow',
+    );
+    expect(b).toMatchObject({
+      account: 'acme',
+      scope: { kind: 'tag', key: 'team', value: 'search' },
+      window: 'week',
+      timezone: 'Asia/Kathmandu',
+      amount: 10.5,
+      spend: 1.23456789,
+      utilization_pct: 11.75,
+      levels: [50, 85, 95],
+      levels_fired: [],
+      action: 'shadow',
+      state: 'ok',
+    });
+    expect(b.id).toMatch(/^[0-9a-f]{12}$/);
+    expect(String(b.window_start)).toMatch(/^\d{4}-\d{2}-\d{2}T00:00:00\+05:45$/);
+    expect(new Date(String(b.window_start)).getUTCDay()).toBe(0); // Monday 00:00 +05:45 is Sunday 18:15 UTC
+
+    const shown = await json('budgets', 'show', String(b.id));
+    expect(shown).toEqual(b);
+    const updated = await json('budgets', 'update', String(b.id), '--amount', '2', '--action', 'alert');
+    expect(updated).toMatchObject({ id: b.id, amount: 2, action: 'alert', window: 'week', state: 'alerting' });
+  });
+
+  it('the account budget is listed with the others, and update and delete reach it', async () => {
+    expect((await meter('budget', 'set', '--account', 'acme', '--monthly', '100')).code).toBe(0);
+    const list = (await json('budgets', 'list', '--account', 'acme')) as { budgets: Record<string, unknown>[] };
+    const monthly = list.budgets.find((x) => String(x.id).startsWith('acct_'))!;
+    expect(monthly).toMatchObject({
+      scope: { kind: 'account' },
+      window: 'month',
+      timezone: 'UTC',
+      amount: 100,
+      spend: 3.23456789,
+    });
+    expect((await json('budgets', 'update', String(monthly.id), '--action', 'block')).action).toBe('block');
+    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout).hard_cap).toBe(true);
+    const fixed = await meter('budgets', 'update', String(monthly.id), '--tz', 'Europe/Berlin');
+    expect(fixed.code).toBe(1);
+    expect(fixed.stderr).toContain("is the account's monthly budget");
+    expect((await meter('budgets', 'delete', String(monthly.id))).stdout).toBe(`budget ${monthly.id} deleted\n`);
+    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout).budget).toBeNull();
+  });
+
+  it('refuses block on the Free plan, and bad flags as usage errors naming what is allowed', async () => {
+    const free = await meter('budgets', 'create', '--account', 'free-co', '--amount', '5', '--action', 'block');
+    expect(free.code).toBe(1);
+    expect(free.stderr).toBe(
+      'meter: --action block is not available on the free plan of account "free-co": it needs a plan with a hard cap ' +
+        '(e.g. `meter accounts set-plan free-co pro`), or use --action alert or shadow\n',
+    );
+    expect(
+      (await json('budgets', 'create', '--account', 'free-co', '--amount', '5', '--action', 'shadow')).action,
+    ).toBe('shadow');
+    const bad: [string[], string][] = [
+      [['--tz', 'Mars/Olympus'], '--tz "Mars/Olympus" is invalid: expected an IANA time zone'],
+      [['--window', 'fortnight'], '--window "fortnight" is invalid: expected day, week, month or quarter'],
+      [
+        ['--levels', '50,1001'],
+        '--levels "50,1001" is invalid: expected 1 to 10 distinct whole percentages between 1 and 1000',
+      ],
+      [['--scope', 'tag:team'], '--scope "tag:team" is invalid: a tag scope is tag:<key>=<value>'],
+      [['--scope', 'region:eu'], '--scope "region:eu" is invalid: expected account, key:<key-id>'],
+      [['--action', 'warn'], '--action "warn" is invalid: expected alert, block or shadow'],
+      [['--amount', '0'], '--amount "0" is invalid'],
+    ];
+    for (const [flags, message] of bad) {
+      const r = await meter('budgets', 'create', '--account', 'acme', '--amount', '5', ...flags);
+      expect(r.code, flags.join(' ')).toBe(2);
+      expect(r.stderr).toContain(`meter: ${message}`);
+    }
+    const key = await meter('budgets', 'create', '--account', 'acme', '--amount', '5', '--scope', 'key:0123456789ab');
+    expect(key).toMatchObject({ code: 1 });
+    expect(key.stderr).toContain('is not a key of account "acme"');
+    expect((await meter('budgets', 'show', 'nope')).stderr).toBe(
+      'meter: unknown budget "nope" (see `meter budgets list`)\n',
+    );
+  });
+});
