@@ -227,13 +227,13 @@ describe('TimescaleDB mode', () => {
       events: { id: string; tags: Record<string, string>; provider: string }[];
       next_cursor: string | null;
     };
-    const walk = async (params: Record<string, unknown>, tagTable: boolean) => {
+    const walk = async (params: Record<string, unknown>, timescale: boolean) => {
       const ids: string[] = [];
       let cursor: ReturnType<typeof decodeCursor>;
       for (;;) {
         const page = (await listEvents(db, acct, { limit: 4, ...params, ...(cursor ? { cursor } : {}) } as never, {
           retentionVisibility: true,
-          tagTable,
+          timescale,
           now: new Date(now),
         })) as Page;
         ids.push(...page.events.map((e) => e.id));
@@ -258,6 +258,16 @@ describe('TimescaleDB mode', () => {
     expect(await walk({ tag: { key: 'job', value: 'nightly' }, ...window }, true)).toEqual(
       expected((e) => e.tags.job === 'nightly' && e.time >= window.from && e.time < window.to),
     );
+    // The other listings read usage_events in time windows (1, 7, 30 days, the rest): the same
+    // pages as one query over every chunk, across the windows' edges and within from/to.
+    const allOfAcct = await walk({}, false);
+    expect(allOfAcct).toHaveLength(62); // 60, the late one, the numeric tag's
+    expect(await walk({}, true)).toEqual(allOfAcct);
+    const anthropic = expected((e) => e.provider === 'anthropic');
+    expect(anthropic).toHaveLength(30);
+    expect(await walk({ provider: 'anthropic' }, true)).toEqual(anthropic);
+    expect(await walk({ ...window }, true)).toEqual(await walk({ ...window }, false));
+    expect(await walk({ from: window.from }, true)).toEqual(await walk({ from: window.from }, false));
     // Past the longest plan retention nothing is listed, even for an account whose plan changed
     // since (no visibility limit yet) and before retention dropped the raw chunk.
     const fresh = await account(db, 'pro');
@@ -268,7 +278,7 @@ describe('TimescaleDB mode', () => {
     ]);
     const old = (await listEvents(db, fresh, { limit: 10, tag: { key: 'job', value: 'old' } } as never, {
       retentionVisibility: true,
-      tagTable: true,
+      timescale: true,
       now: new Date(now),
     })) as { events: unknown[] };
     expect(old.events).toHaveLength(1);
@@ -276,7 +286,7 @@ describe('TimescaleDB mode', () => {
     await db.query(`UPDATE usage_events SET cost = 9, price_version = 'p2' WHERE event_id = $1`, [late.id]);
     const repriced = (await listEvents(db, acct, { limit: 50, tag: { key: 'job', value: 'nightly' } } as never, {
       retentionVisibility: true,
-      tagTable: true,
+      timescale: true,
       now: new Date(now),
     })) as { events: { id: string; cost: unknown; price_version: string }[] };
     expect(repriced.events.find((e) => e.id === late.id)).toMatchObject({ cost: { text: '9' }, price_version: 'p2' });
