@@ -151,7 +151,7 @@ async function main(): Promise<void> {
     const results: { endpoint: string; p50: string; p99: string; max: string }[] = [];
     for (const [name, path] of endpoints) {
       const runs = name.startsWith('export') ? Math.min(REQUESTS, EXPORT_REQUESTS) : REQUESTS;
-      for (let i = 0; i < Math.min(20, runs); i++) await get(path(i)); // warm caches and connections
+      for (let i = 0; i < (runs < REQUESTS ? 2 : 20); i++) await get(path(i)); // warm caches and connections
       const times: number[] = [];
       for (let i = 0; i < runs; i++) {
         const t0 = performance.now();
