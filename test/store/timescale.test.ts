@@ -176,6 +176,30 @@ describe('TimescaleDB mode', () => {
     expect(await listed(pro)).toBe(4);
   }, 60_000);
 
+  it('the summary counts unpriced calls in compressed chunks (their own segments), and repricing one there', async () => {
+    const acct = await account(db, 'pro');
+    const at = Date.parse('2026-03-25T12:00:00Z'); // a month's day more than 7 days after its start
+    const unpriced = (t: number) => ({ ...ev(acct, t, '0'), unpriced: true });
+    const first = unpriced(Date.parse('2026-03-05T10:00:00Z'));
+    await insertBatch(db, [
+      first,
+      unpriced(Date.parse('2026-03-05T11:00:00Z')),
+      ev(acct, Date.parse('2026-03-05T12:00:00Z')),
+    ]);
+    await runRetention(db, { now: at });
+    const [chunk] = await db.query<{ compressed: boolean }>(
+      `SELECT is_compressed AS compressed FROM timescaledb_information.chunks
+        WHERE hypertable_name = 'usage_events' AND range_start = '2026-03-05T00:00:00Z'`,
+    );
+    expect(chunk?.compressed).toBe(true);
+    expect(await summary(db, acct, new Date(at))).toMatchObject({
+      requests: { text: '3' },
+      unpriced_requests: { text: '2' },
+    });
+    await db.query(`UPDATE usage_events SET unpriced = false, cost = 1 WHERE event_id = $1`, [first.id]);
+    expect(await summary(db, acct, new Date(at))).toMatchObject({ unpriced_requests: { text: '1' } });
+  });
+
   it('a replay into a compressed chunk inserts nothing, and a late event there counts once', async () => {
     const acct = await account(db, 'pro');
     const t = now - 20 * DAY;
@@ -394,6 +418,7 @@ describe('choosing and converting the mode', () => {
       { version: 2, variant: 'plain' },
       { version: 20, variant: 'timescale' },
       { version: 110, variant: 'timescale' },
+      { version: 140, variant: 'timescale' },
     ]);
     // The tag table was filled from the events already there (sql/110).
     const [tagged] = await ts.query<{ events: string; copies: string }>(
