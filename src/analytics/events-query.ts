@@ -50,6 +50,8 @@ const visibleSince = (now: string, account: string) => `time >= (
     THEN ${now}::timestamptz - p.raw_retention_days * interval '1 day' ELSE '-infinity' END
   FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = ${account})`;
 
+const order = (limit: number) => `ORDER BY time DESC, event_id DESC LIMIT ${limit}`;
+
 const DAY = 86_400_000;
 /**
  * TimescaleDB mode reads usage_events in windows of time, newest first: the last day, the 6
@@ -91,7 +93,6 @@ export async function listEvents(
     // Implied by the row comparison, but only a plain bound excludes the newer chunks.
     if (opts.timescale) within.push(`time <= ${arg(p.cursor.time)}::timestamptz`);
   }
-  const order = (limit: number) => `ORDER BY time DESC, event_id DESC LIMIT ${limit}`;
 
   let rows: EventRow[];
   if (p.tag && opts.timescale) {
@@ -167,7 +168,7 @@ async function inWindows(
       ...(lower ? [`time >= ${arg(lower)}::timestamptz`] : []),
       ...(upper ? [`time < ${arg(upper)}::timestamptz`] : []),
     ];
-    const sql = `${select}${bounds.map((b) => ` AND ${b}`).join('')} ORDER BY time DESC, event_id DESC LIMIT ${arg(p.limit + 1 - rows.length)}`;
+    const sql = `${select}${bounds.map((b) => ` AND ${b}`).join('')} ${order(p.limit + 1 - rows.length)}`;
     rows.push(...(await db.query<EventRow>(sql, args)));
     if (last || rows.length > p.limit) return rows;
     upper = lower;
