@@ -3,7 +3,7 @@
  * (generate_series, with their rollups), serves the analytics component on a loopback port and
  * reports p50 / p99 of each endpoint over HTTP. Target: p50 < 10 ms at 5M events.
  *
- *   npm run bench:analytics -- [--events 5000000] [--requests 300] [--keep] [--timescale | --engine]
+ *   npm run bench:analytics -- [--events 5000000] [--requests 300] [--export-requests 10] [--keep] [--timescale | --engine]
  *                              [--database meter_bench_… (one kept before: migrated, not seeded again)]
  *
  * --timescale: the database in TimescaleDB mode (the server must have TimescaleDB): events in
@@ -33,6 +33,8 @@ import { hasFlag, numberFlag, stringFlag } from './args.js';
 
 const EVENTS = numberFlag('events', Number(process.env.BENCH_EVENTS ?? 5_000_000));
 const REQUESTS = numberFlag('requests', 300);
+/** An export reads every row of its range: each run takes a second or more at 5M events. */
+const EXPORT_REQUESTS = numberFlag('export-requests', 10);
 const KEEP = hasFlag('keep');
 const ENGINE = hasFlag('engine');
 const TIMESCALE = ENGINE || hasFlag('timescale');
@@ -122,6 +124,7 @@ async function main(): Promise<void> {
       if (!cursor) break;
       cursors.push(cursor);
     }
+    const day = (ago: number) => new Date(Date.now() - ago * 86_400_000).toISOString().slice(0, 10);
     const endpoints: [string, (i: number) => string][] = [
       ['daily?days=30', () => '/analytics/daily?days=30'],
       ['daily?days=90', () => '/analytics/daily?days=90'],
@@ -137,19 +140,20 @@ async function main(): Promise<void> {
       ['events?tag=feature:f10 (0.6% of calls)', () => '/analytics/events?tag=feature:f10'],
       ['events?tag=feature:f9 (other accounts only)', () => '/analytics/events?tag=feature:f9'],
       ['events?tag=job:nightly (0.005% of calls)', () => '/analytics/events?tag=job:nightly'],
+      ['events?from=…&to=… (one day)', () => `/analytics/events?from=${day(30)}&to=${day(30)}T23:59:59Z`],
+      // Streamed: every row of the range, so fewer runs (EXPORT_REQUESTS).
+      ['export?format=csv (one day, raw)', () => `/analytics/export?format=csv&from=${day(30)}`],
       [
-        'events?from=…&to=… (one day)',
-        () => {
-          const day = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
-          return `/analytics/events?from=${day}&to=${day}T23:59:59Z`;
-        },
+        'export?group_by=model (30 days)',
+        () => `/analytics/export?format=csv&group_by=model&from=${day(30)}&to=${day(0)}`,
       ],
     ];
     const results: { endpoint: string; p50: string; p99: string; max: string }[] = [];
     for (const [name, path] of endpoints) {
-      for (let i = 0; i < 20; i++) await get(path(i)); // warm caches and connections
+      const runs = name.startsWith('export') ? Math.min(REQUESTS, EXPORT_REQUESTS) : REQUESTS;
+      for (let i = 0; i < (runs < REQUESTS ? 2 : 20); i++) await get(path(i)); // warm caches and connections
       const times: number[] = [];
-      for (let i = 0; i < REQUESTS; i++) {
+      for (let i = 0; i < runs; i++) {
         const t0 = performance.now();
         await get(path(i));
         times.push(performance.now() - t0);
@@ -166,7 +170,7 @@ async function main(): Promise<void> {
     }
     console.log(
       `\nanalytics on ${ENGINE ? 'the TimescaleDB test engine (WASM)' : TIMESCALE ? 'TimescaleDB' : 'PostgreSQL'}, ${Number(sizes!.events).toLocaleString('en')} events (${sizes!.daily} daily rows, ${sizes!.tags} tag rows, ${sizes!.size}); ` +
-        `heavy account holds half; ${REQUESTS} sequential requests each over HTTP (ms)\n`,
+        `heavy account holds half; ${REQUESTS} sequential requests each (exports ${Math.min(REQUESTS, EXPORT_REQUESTS)}) over HTTP (ms)\n`,
     );
     console.table(results);
   } finally {

@@ -41,8 +41,8 @@ export function createAnalytics({
   logger,
 }: AnalyticsOptions): Component {
   const gate = planGate ?? createPlanGate(store);
-  // TimescaleDB mode finds tagged events through its tag table (sql/110).
-  const tagTable = 'kind' in store && store.kind === 'timescale';
+  // TimescaleDB mode finds tagged events through its tag table (sql/110), the others by time windows.
+  const timescale = 'kind' in store && store.kind === 'timescale';
 
   /** Validates the query string, then runs the endpoint's query for the caller's account. */
   const withParams = <T>(result: ParamResult<T>, run: (p: T) => Promise<JsonValue>): Promise<ParamResult<JsonValue>> =>
@@ -55,7 +55,7 @@ export function createAnalytics({
       withParams(parseParams(byTagParams, q), (p) => byTag(store, who.accountId, now(), p.key, p.period)),
     events: (who, q) =>
       withParams(parseParams(eventsParams, q), (p) =>
-        listEvents(store, who.accountId, p, { retentionVisibility, tagTable, now: now() }),
+        listEvents(store, who.accountId, p, { retentionVisibility, timescale, now: now() }),
       ),
     // CONTRACT §7: the stored reconciliation results (src/reconcile/endpoint.ts).
     reconciliation: (who, q) =>

@@ -51,15 +51,27 @@ const visibleSince = (now: string, account: string) => `time >= (
     THEN ${now}::timestamptz - p.raw_retention_days * interval '1 day' ELSE '-infinity' END
   FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.id = ${account})`;
 
+const order = (limit: number) => `ORDER BY time DESC, event_id DESC LIMIT ${limit}`;
+
+const DAY = 86_400_000;
+/**
+ * TimescaleDB mode reads usage_events in windows of time, newest first: the last day, the 6
+ * before it, the 23 before those, then the rest. A bound the planner sees as a constant keeps
+ * the other chunks out of the plan; planning every 1-day chunk (91 at the longest retention,
+ * 83 compressed) took ~40 ms, a first page ~1 ms. A window that fills the page ends the read.
+ */
+const WINDOW_DAYS = [1, 7, 30];
+
 export async function listEvents(
   db: Queryable,
   accountId: string,
   p: EventsParams,
-  opts: { retentionVisibility?: boolean; tagTable?: boolean; now?: Date } = {},
+  opts: { retentionVisibility?: boolean; timescale?: boolean; now?: Date } = {},
 ): Promise<JsonValue> {
+  const now = opts.now ?? new Date();
   // The tag table answers any tag at the cost of one index range: no estimate first.
   const strategy =
-    p.tag && !opts.tagTable
+    p.tag && !opts.timescale
       ? await chooseTagStrategy(
           db,
           accountId,
@@ -74,15 +86,17 @@ export async function listEvents(
   const arg = (v: unknown) => `$${params.push(v)}`;
   // Conditions on time alone, the same on usage_events and usage_event_tags.
   const within: string[] = [];
-  if (opts.retentionVisibility)
-    within.push(visibleSince(arg((opts.now ?? new Date()).toISOString()), `${arg(accountId)}::uuid`));
+  if (opts.retentionVisibility) within.push(visibleSince(arg(now.toISOString()), `${arg(accountId)}::uuid`));
   if (p.from) within.push(`time >= ${arg(p.from)}::timestamptz`);
   if (p.to) within.push(`time < ${arg(p.to)}::timestamptz`);
-  if (p.cursor) within.push(`(time, event_id) < (${arg(p.cursor.time)}::timestamptz, ${arg(p.cursor.eventId)}::uuid)`);
-  const order = `ORDER BY time DESC, event_id DESC LIMIT ${arg(p.limit + 1)}`;
+  if (p.cursor) {
+    within.push(`(time, event_id) < (${arg(p.cursor.time)}::timestamptz, ${arg(p.cursor.eventId)}::uuid)`);
+    // Implied by the row comparison, but only a plain bound excludes the newer chunks.
+    if (opts.timescale) within.push(`time <= ${arg(p.cursor.time)}::timestamptz`);
+  }
 
   let rows: EventRow[];
-  if (p.tag && opts.tagTable) {
+  if (p.tag && opts.timescale) {
     // TimescaleDB mode: compressed chunks have no GIN index, so tagged events are read from
     // their copy under the tag (sql/110): one index range, newest first, compressed or not.
     const where = [`account_id = ${arg(accountId)}`, `tag_key = ${arg(p.tag.key)}`, `tag_value = ${arg(p.tag.value)}`];
@@ -90,12 +104,17 @@ export async function listEvents(
     if (p.model) where.push(`model = ${arg(p.model)}`);
     // Its 7-day chunks outlive the raw horizon (where usage_events' chunks are dropped) by days.
     where.push(
-      `time >= ${arg((opts.now ?? new Date()).toISOString())}::timestamptz - (SELECT max(raw_retention_days) FROM plans) * interval '1 day'`,
+      `time >= ${arg(now.toISOString())}::timestamptz - (SELECT max(raw_retention_days) FROM plans) * interval '1 day'`,
     );
     rows = await db.query<EventRow>(
-      `SELECT ${COLUMNS} FROM usage_event_tags WHERE ${[...where, ...within].join(' AND ')} ${order}`,
+      `SELECT ${COLUMNS} FROM usage_event_tags WHERE ${[...where, ...within].join(' AND ')} ${order(p.limit + 1)}`,
       params,
     );
+  } else if (opts.timescale) {
+    const where = [`account_id = ${arg(accountId)}`, ...within];
+    if (p.provider) where.push(`provider = ${arg(p.provider)}`);
+    if (p.model) where.push(`model = ${arg(p.model)}`);
+    rows = await inWindows(db, `SELECT ${COLUMNS} FROM usage_events WHERE ${where.join(' AND ')}`, params, p, now);
   } else {
     const where: string[] = [];
     if (p.tag && strategy === 'lookup') {
@@ -113,8 +132,8 @@ export async function listEvents(
     // so the planner cannot trade the few matches for a walk of the whole table in time order.
     const sql =
       strategy === 'lookup'
-        ? `WITH matches AS MATERIALIZED (SELECT * ${filter}) SELECT ${COLUMNS} FROM matches ${order}`
-        : `SELECT ${COLUMNS} ${filter} ${order}`;
+        ? `WITH matches AS MATERIALIZED (SELECT * ${filter}) SELECT ${COLUMNS} FROM matches ${order(p.limit + 1)}`
+        : `SELECT ${COLUMNS} ${filter} ${order(p.limit + 1)}`;
     rows = await db.query<EventRow>(sql, params);
   }
   const page = rows.slice(0, p.limit);
@@ -124,6 +143,38 @@ export async function listEvents(
     events: page.map(toEvent),
     next_cursor: more ? encodeCursor({ time: last.time_utc, eventId: last.event_id }) : null,
   };
+}
+
+/** `select` (its parameters in `params`) run over the windows of WINDOW_DAYS back from the
+ *  page's upper end (now, `to` or the cursor), until limit + 1 rows or `from` is reached. The
+ *  windows are disjoint and newest first, so their rows in turn are the page's order. */
+async function inWindows(
+  db: Queryable,
+  select: string,
+  params: unknown[],
+  p: EventsParams,
+  now: Date,
+): Promise<EventRow[]> {
+  const top = Math.min(...[now.toISOString(), p.to, p.cursor?.time].flatMap((t) => (t ? [Date.parse(t)] : [])));
+  const floor = p.from ? Date.parse(p.from) : -Infinity;
+  const rows: EventRow[] = [];
+  let upper: string | undefined;
+  for (const days of [...WINDOW_DAYS, Infinity]) {
+    const lowerMs = top - days * DAY;
+    const last = !(lowerMs > floor); // also true for the unbounded last window
+    const lower = last ? undefined : new Date(lowerMs).toISOString();
+    const args = [...params];
+    const arg = (v: unknown) => `$${args.push(v)}`;
+    const bounds = [
+      ...(lower ? [`time >= ${arg(lower)}::timestamptz`] : []),
+      ...(upper ? [`time < ${arg(upper)}::timestamptz`] : []),
+    ];
+    const sql = `${select}${bounds.map((b) => ` AND ${b}`).join('')} ${order(p.limit + 1 - rows.length)}`;
+    rows.push(...(await db.query<EventRow>(sql, args)));
+    if (last || rows.length > p.limit) return rows;
+    upper = lower;
+  }
+  return rows;
 }
 
 /** The UTC day of an ISO instant that may carry an offset. */

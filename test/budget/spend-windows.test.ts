@@ -122,7 +122,7 @@ describeEachBackend(
       await seedEvents(db, [flagged]);
       const q = parseParams(eventsParams, new URLSearchParams({ tag: 'tenant:flagged' }));
       if (!q.ok) throw new Error(q.message);
-      const page = (await listEvents(db, accountId, q.value, { tagTable: db.kind === 'timescale' })) as {
+      const page = (await listEvents(db, accountId, q.value, { timescale: db.kind === 'timescale' })) as {
         events: { id: string; would_block?: string[] }[];
       };
       expect(page.events).toMatchObject([{ id: flagged.id, would_block: ['abcdefabcdef'] }]);

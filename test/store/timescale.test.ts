@@ -3,10 +3,8 @@
  * chosen, the schema, late events and the daemon's refresh, retention then refresh, a replay
  * into a compressed chunk, and `meter migrate --to-timescale` keeping every analytics answer.
  */
-import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decodeCursor } from '../../src/analytics/cursor.js';
 import { listEvents } from '../../src/analytics/events-query.js';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
@@ -23,8 +21,8 @@ import { openPostgres } from '../../src/store/postgres.js';
 import { refreshAggregates } from '../../src/store/timescale/maintenance.js';
 import { aggregateRefresher, nextRefreshDelay } from '../../src/store/timescale/refresher.js';
 import type { Db } from '../../src/store/types.js';
-import { makeEvent } from '../analytics/helpers/seed.js';
 import { atFileEnd } from '../helpers/cleanup.js';
+import { account, ev } from '../helpers/timescale-fixtures.js';
 import { runCli } from '../helpers/cli.js';
 import { startFakeUpstream } from '../helpers/upstreams.js';
 import { createTestDatabase, postgresUrl, tempDir, timescaleBackend } from '../helpers/stores.js';
@@ -34,18 +32,6 @@ const DAY = 86_400_000;
 const now = Date.now();
 const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10);
 const startOfDay = (t: number) => Math.floor(t / DAY) * DAY;
-
-async function account(db: Db, plan: string): Promise<string> {
-  const [row] = await db.query<{ id: string }>(`INSERT INTO accounts (name, plan) VALUES ($1, $2) RETURNING id`, [
-    `a${randomUUID().slice(0, 8)}`,
-    plan,
-  ]);
-  await db.query(`UPDATE accounts SET plan_changed_at = now() - interval '400 days' WHERE id = $1`, [row!.id]);
-  return row!.id;
-}
-
-const ev = (accountId: string, time: number, cost = '0.00000123', tags: Record<string, string> = {}): UsageEvent =>
-  makeEvent({ accountId, time: new Date(time).toISOString(), cost, tags });
 
 async function dayRow(db: Db, accountId: string, day: string) {
   const [row] = await db.query<{ spend: string; requests: string }>(
@@ -196,99 +182,6 @@ describe('TimescaleDB mode', () => {
     await refreshAggregates(db, { now });
     expect(await dayRow(db, acct, dayOf(t))).toEqual({ spend: '7.00000000', requests: '3' });
   }, 60_000);
-
-  it('events?tag=k:v reads compressed chunks through the tag table: the same pages as the raw events, replays add nothing', async () => {
-    const acct = await account(db, 'pro');
-    const other = await account(db, 'pro');
-    const events: UsageEvent[] = [];
-    for (let d = 1; d <= 30; d++) {
-      const t = now - d * DAY;
-      events.push(ev(acct, t, '0.1', { team: 'a', ...(d % 4 === 0 ? { job: 'nightly' } : {}) }));
-      events.push({ ...ev(acct, t + 1, '0.2', { team: d % 2 ? 'a' : 'b' }), provider: 'anthropic' });
-      events.push(ev(other, t, '0.3', { job: 'nightly' }));
-    }
-    expect(await insertBatch(db, events)).toEqual({ inserted: 90 });
-    // A non-string value is not a tag the filter can match.
-    await db.query(
-      `INSERT INTO usage_events (time, event_id, account_id, key_id, provider, model, status, price_version,
-        usage_source, latency_ms, stream, tags) VALUES (now() - interval '2 days', gen_random_uuid(), $1, 'k', 'openai',
-        'gpt-4o', 200, 'v', 'none', 1, false, '{"job": 7}')`,
-      [acct],
-    );
-    await runRetention(db, { now });
-    const compressed = await db.query<{ n: string }>(
-      `SELECT count(*)::text AS n FROM timescaledb_information.chunks WHERE hypertable_name = 'usage_event_tags' AND is_compressed`,
-    );
-    expect(Number(compressed[0]!.n)).toBeGreaterThan(0);
-    expect(await insertBatch(db, events)).toEqual({ inserted: 0 }); // a replay into compressed chunks
-    const late = ev(acct, now - 20 * DAY + 5, '0.4', { job: 'nightly' }); // into a compressed chunk
-    expect(await insertBatch(db, [late])).toEqual({ inserted: 1 });
-    events.push(late);
-
-    type Page = {
-      events: { id: string; tags: Record<string, string>; provider: string }[];
-      next_cursor: string | null;
-    };
-    const walk = async (params: Record<string, unknown>, tagTable: boolean) => {
-      const ids: string[] = [];
-      let cursor: ReturnType<typeof decodeCursor>;
-      for (;;) {
-        const page = (await listEvents(db, acct, { limit: 4, ...params, ...(cursor ? { cursor } : {}) } as never, {
-          retentionVisibility: true,
-          tagTable,
-          now: new Date(now),
-        })) as Page;
-        ids.push(...page.events.map((e) => e.id));
-        if (!page.next_cursor) return ids;
-        cursor = decodeCursor(page.next_cursor);
-      }
-    };
-    const expected = (pred: (e: UsageEvent) => boolean) =>
-      events
-        .filter((e) => e.accountId === acct && pred(e))
-        .sort((x, y) => y.time.localeCompare(x.time) || y.id.localeCompare(x.id))
-        .map((e) => e.id);
-    const nightly = expected((e) => e.tags.job === 'nightly');
-    expect(nightly).toHaveLength(8);
-    expect(await walk({ tag: { key: 'job', value: 'nightly' } }, true)).toEqual(nightly);
-    expect(await walk({ tag: { key: 'job', value: 'nightly' } }, false)).toEqual(nightly);
-    const teamA = expected((e) => e.tags.team === 'a');
-    expect(await walk({ tag: { key: 'team', value: 'a' } }, true)).toEqual(teamA);
-    const anthropicB = expected((e) => e.tags.team === 'b' && e.provider === 'anthropic');
-    expect(await walk({ tag: { key: 'team', value: 'b' }, provider: 'anthropic' }, true)).toEqual(anthropicB);
-    const window = { from: new Date(now - 10 * DAY - 1).toISOString(), to: new Date(now - 3 * DAY).toISOString() };
-    expect(await walk({ tag: { key: 'job', value: 'nightly' }, ...window }, true)).toEqual(
-      expected((e) => e.tags.job === 'nightly' && e.time >= window.from && e.time < window.to),
-    );
-    // Past the longest plan retention nothing is listed, even for an account whose plan changed
-    // since (no visibility limit yet) and before retention dropped the raw chunk.
-    const fresh = await account(db, 'pro');
-    await db.query(`UPDATE accounts SET plan_changed_at = now() WHERE id = $1`, [fresh]);
-    await insertBatch(db, [
-      ev(fresh, now - 95 * DAY, '1', { job: 'old' }),
-      ev(fresh, now - 80 * DAY, '1', { job: 'old' }),
-    ]);
-    const old = (await listEvents(db, fresh, { limit: 10, tag: { key: 'job', value: 'old' } } as never, {
-      retentionVisibility: true,
-      tagTable: true,
-      now: new Date(now),
-    })) as { events: unknown[] };
-    expect(old.events).toHaveLength(1);
-    // An update (as `meter pricing reprice` makes) reaches the copies, compressed ones too.
-    await db.query(`UPDATE usage_events SET cost = 9, price_version = 'p2' WHERE event_id = $1`, [late.id]);
-    const repriced = (await listEvents(db, acct, { limit: 50, tag: { key: 'job', value: 'nightly' } } as never, {
-      retentionVisibility: true,
-      tagTable: true,
-      now: new Date(now),
-    })) as { events: { id: string; cost: unknown; price_version: string }[] };
-    expect(repriced.events.find((e) => e.id === late.id)).toMatchObject({ cost: { text: '9' }, price_version: 'p2' });
-    expect(repriced.events).toHaveLength(8);
-    const [copies] = await db.query<{ n: string }>(
-      `SELECT count(*)::text AS n FROM usage_event_tags WHERE account_id = $1`,
-      [acct],
-    );
-    expect(copies!.n).toBe(String(60 + 8)); // one per string tag; the numeric job is not one
-  }, 60_000);
 });
 
 describe('choosing and converting the mode', () => {
@@ -387,6 +280,7 @@ describe('choosing and converting the mode', () => {
       { version: 20, variant: 'timescale' },
       { version: 110, variant: 'timescale' },
       { version: 132, variant: 'timescale' },
+      { version: 140, variant: 'timescale' },
     ]);
     // The tag table was filled from the events already there (sql/110).
     const [tagged] = await ts.query<{ events: string; copies: string }>(
