@@ -14,6 +14,7 @@ export { ScopedBudgetMonitor } from './scoped-monitor.js';
 export function createBudgetMonitor(ctx: DaemonContext, opts: Partial<BudgetMonitorOptions> = {}): BudgetMonitor {
   return new BudgetMonitor(ctx.store, ctx.logger.child({ component: 'budget' }), {
     intervalMs: Math.max(ctx.config.flushIntervalMs, 1_000),
+    sweepMs: 30_000,
     ...opts,
   });
 }
