@@ -76,6 +76,7 @@ export async function loaded(t: Target, seconds: number, fn: Call = chat, onRss?
     onRss?.(mb);
   };
   const sampler = setInterval(sample, 250);
+  const cpu0 = cpuOf(t);
   const t0 = performance.now();
   const until = t0 + seconds * 1000;
   try {
@@ -91,7 +92,8 @@ export async function loaded(t: Target, seconds: number, fn: Call = chat, onRss?
     clearInterval(sampler);
   }
   sample();
-  return { rps: count / ((performance.now() - t0) / 1000), peakRss: peak };
+  const took = (performance.now() - t0) / 1000;
+  return { rps: count / took, calls: count, seconds: took, cpu: cpuOf(t) - cpu0, peakRss: peak };
 }
 
 const sortNum = (a: number[]) => [...a].sort((x, y) => x - y);

@@ -7,7 +7,7 @@
  * call by call in one run so that all see the same machine. Everything runs from dist/
  * (`npm run bench` builds first).
  *
- *   npm run bench -- [--quick] [--c1 3000] [--streams 1000] [--c64-seconds 2] [--rounds 3]
+ *   npm run bench -- [--quick] [--c1 3000] [--streams 1000] [--c64-seconds 2] [--c64-slices 4] [--rounds 3]
  *                    [--soak-seconds 600] [--startup-runs 3] [--proxy-alone] [--otel] [--json FILE]
  *
  * BENCH_DATABASE_URL=postgres://…/<throwaway database>: the daemon on PostgreSQL, else on the
@@ -33,7 +33,7 @@ import { createAccount } from '../src/auth/accounts.js';
 import { createKey } from '../src/auth/keys.js';
 import { packageRoot } from '../src/paths.js';
 import { openStore } from '../src/store/index.js';
-import { chat, idleRates, interleaved, loaded, pct, streamTtfb, type Name, type Target } from './measure.js';
+import { chat, idleRates, interleaved, loaded, pct, streamTtfb, type Call, type Name, type Target } from './measure.js';
 import { spawnService, stopService, type Service } from './processes.js';
 import { summary, table, type Round } from './report.js';
 import { measureStartup, startupRows } from './startup.js';
@@ -43,6 +43,7 @@ const QUICK = hasFlag('quick');
 const C1_REQUESTS = numberFlag('c1', QUICK ? 1000 : 3000);
 const STREAMS = numberFlag('streams', QUICK ? 500 : 1000);
 const C64_SECONDS = numberFlag('c64-seconds', QUICK ? 1 : 2);
+const C64_SLICES = numberFlag('c64-slices', QUICK ? 2 : 4);
 const ROUNDS = numberFlag('rounds', QUICK ? 1 : 3);
 const SOAK_SECONDS = numberFlag('soak-seconds', 0);
 const STARTUP_RUNS = numberFlag('startup-runs', QUICK ? 0 : 3);
@@ -59,18 +60,10 @@ async function round(targets: Target[], r: number, idle: Map<Name, number>): Pro
   const c1 = await interleaved(targets, C1_REQUESTS, chat);
   log(`round ${r}: stream first byte, ${STREAMS} streams each, interleaved…`);
   const fb = await interleaved(targets, STREAMS, streamTtfb);
-  log(`round ${r}: concurrency 64, ${C64_SECONDS} s each, JSON then streams…`);
-  const rps = new Map<Name, number>();
-  const streamRps = new Map<Name, number>();
-  const rss = new Map<Name, number>();
-  for (let j = 0; j < targets.length; j++) {
-    const t = targets[(r + j) % targets.length]!;
-    const x = await loaded(t, C64_SECONDS);
-    const s = await loaded(t, C64_SECONDS, streamTtfb);
-    rps.set(t.name, x.rps);
-    streamRps.set(t.name, s.rps);
-    rss.set(t.name, Math.max(x.peakRss, s.peakRss));
-  }
+  log(`round ${r}: concurrency 64, ${C64_SECONDS} s each in ${C64_SLICES} slices, JSON then streams…`);
+  const rps = await sliced(targets, r, chat);
+  const streamRps = await sliced(targets, r, streamTtfb);
+  const rss = new Map(targets.map((t) => [t.name, Math.max(rps.get(t.name)!.peakRss, streamRps.get(t.name)!.peakRss)]));
   const added = (lat: Map<Name, number[]>, p: number) => {
     const direct = pct(lat.get('direct')!, p);
     return new Map(targets.map((t) => [t.name, pct(lat.get(t.name)!, p) - (t.name === 'direct' ? 0 : direct)]));
@@ -85,10 +78,32 @@ async function round(targets: Target[], r: number, idle: Map<Name, number>): Pro
     fb99: added(fb.lat, 99),
     streamCpu: fb.cpu,
     idleCpu,
-    rps,
-    streamRps,
+    rps: new Map([...rps].map(([n, x]) => [n, x.rps])),
+    cpu64: new Map([...rps].map(([n, x]) => [n, x.cpu / x.calls])),
+    streamRps: new Map([...streamRps].map(([n, x]) => [n, x.rps])),
+    streamCpu64: new Map([...streamRps].map(([n, x]) => [n, x.cpu / x.calls])),
     rss,
   };
+}
+
+/** Concurrency 64 on each target in turn, in slices (order rotating), so that the load the
+ *  rest of the machine puts on it drifts over all the targets alike: calls per second over
+ *  each target's slices together, and its peak RSS. */
+async function sliced(targets: Target[], r: number, fn: Call) {
+  const out = new Map(targets.map((t) => [t.name, { calls: 0, seconds: 0, cpu: 0, peakRss: 0, rps: 0 }]));
+  for (let s = 0; s < C64_SLICES; s++) {
+    for (let j = 0; j < targets.length; j++) {
+      const t = targets[(r + s + j) % targets.length]!;
+      const x = await loaded(t, C64_SECONDS / C64_SLICES, fn);
+      const o = out.get(t.name)!;
+      o.calls += x.calls;
+      o.seconds += x.seconds;
+      o.cpu += x.cpu;
+      o.peakRss = Math.max(o.peakRss, x.peakRss);
+      o.rps = o.calls / o.seconds;
+    }
+  }
+  return out;
 }
 
 /** An OTLP/HTTP collector stand-in: reads each export and answers 200 at once. */

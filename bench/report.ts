@@ -12,7 +12,9 @@ export interface Round {
   streamCpu: Map<Name, number>;
   idleCpu: Map<Name, number>;
   rps: Map<Name, number>;
+  cpu64: Map<Name, number>;
   streamRps: Map<Name, number>;
+  streamCpu64: Map<Name, number>;
   rss: Map<Name, number>;
 }
 
@@ -33,10 +35,12 @@ const ROWS: { label: string; pick: Pick; unit: 'ms' | 'µs' | 'rps' | 'MB'; targ
   { label: 'added p99, JSON, c=1', pick: (r) => r.c1p99, unit: 'ms', embedded: '≤ 2× bare' },
   { label: 'CPU per call, JSON, c=1', pick: (r) => r.cpu, unit: 'µs', target: '≤ 1.2×' },
   { label: 'req/s, JSON, c=64', pick: (r) => r.rps, unit: 'rps', target: '≥ 0.9×' },
+  { label: 'CPU per call, JSON, c=64', pick: (r) => r.cpu64, unit: 'µs' },
   { label: 'added first byte p50, stream, c=1', pick: (r) => r.fb50, unit: 'ms', target: '≤ 1.3×' },
   { label: 'added first byte p99, stream, c=1', pick: (r) => r.fb99, unit: 'ms' },
   { label: 'CPU per call, stream, c=1', pick: (r) => r.streamCpu, unit: 'µs', target: '≤ 1.2×' },
   { label: 'req/s, stream, c=64', pick: (r) => r.streamRps, unit: 'rps', target: '≥ 0.9×' },
+  { label: 'CPU per call, stream, c=64', pick: (r) => r.streamCpu64, unit: 'µs' },
   { label: '… CPU per call that is idle work', pick: (r) => r.idleCpu, unit: 'µs' },
   { label: 'peak RSS under load', pick: (r) => r.rss, unit: 'MB' },
 ];
