@@ -11,6 +11,8 @@ export interface Target {
   path: (p: string) => string;
   headers: Record<string, string>;
   service?: Service;
+  /** Waits until the writes the load left behind are done (their CPU is the calls'). */
+  settle?: () => Promise<void>;
 }
 
 export type Call = (t: Target) => Promise<number>;
@@ -93,6 +95,7 @@ export async function loaded(t: Target, seconds: number, fn: Call = chat, onRss?
   }
   sample();
   const took = (performance.now() - t0) / 1000;
+  await t.settle?.();
   return { rps: count / took, calls: count, seconds: took, cpu: cpuOf(t) - cpu0, peakRss: peak };
 }
 
@@ -102,3 +105,19 @@ export const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 export const median = (xs: number[]) => pct(xs, 50);
+
+/** A meter's settle: /metrics (loopback) until its spool backlog is empty, at most 30 s. */
+export function backlogDrained(url: string): () => Promise<void> {
+  return async () => {
+    const until = performance.now() + 30_000;
+    while (performance.now() < until) {
+      const res = await fetch(`${url}/metrics`);
+      const m = /^meter_spool_backlog_events (\d+)/m.exec(await res.text());
+      if (!m || m[1] === '0') return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+}
+
+/** The floor that writes flushes every 200 ms: its last batch is written within 250 ms. */
+export const flushed = () => new Promise<void>((resolve) => setTimeout(resolve, 250));
