@@ -148,11 +148,19 @@ function hasError(o: Obj, opts: CompatOptions): boolean {
 /** Generated text in a chat chunk's `delta`: answer, reasoning (DeepSeek/xAI, Groq/Together), tool-call arguments. */
 const CHAT_TEXT_KEYS = ['content', 'reasoning_content', 'reasoning', 'arguments'];
 
+/** A chat stream's events are kept unread up to this many characters: their text is needed only
+ *  for an estimate, which a stream that ends with its usage never makes. Past it, they are read
+ *  as they come (memory stays bounded on long outputs). */
+const DEFERRED_CHARS = 64 * 1024;
+
 class CompatAccumulator extends TextAccumulator {
   private model: string | undefined;
   private scannedModel: string | undefined;
   private last: Usage | undefined;
   private error = false;
+  /** Chat events whose text has not been collected yet (undefined: collected as they come). */
+  private deferred: string[] | undefined;
+  private deferredChars = 0;
 
   constructor(
     private readonly opts: CompatOptions,
@@ -161,6 +169,8 @@ class CompatAccumulator extends TextAccumulator {
     private readonly requested: string | undefined,
   ) {
     super();
+    // Collecting a chat delta's text changes nothing but the text: it can wait.
+    if (mode === 'chat') this.deferred = [];
   }
 
   onEvent(data: string, event?: string): void {
@@ -180,7 +190,32 @@ class CompatAccumulator extends TextAccumulator {
         }
       }
     }
+    const deferred = this.deferred;
+    if (deferred && this.deferredChars + data.length <= DEFERRED_CHARS) {
+      deferred.push(data);
+      this.deferredChars += data.length;
+      return;
+    }
+    this.collectDeferred();
     this.collect(data, event);
+  }
+
+  /** The kept events' text, in their order; from then on text is collected as it comes. */
+  private collectDeferred(): void {
+    const deferred = this.deferred;
+    if (!deferred) return;
+    this.deferred = undefined;
+    for (const data of deferred) this.collect(data, undefined);
+  }
+
+  override streamedText(): string {
+    this.collectDeferred();
+    return super.streamedText();
+  }
+
+  override streamedChars(): number {
+    this.collectDeferred();
+    return super.streamedChars();
   }
 
   private collect(data: string, event: string | undefined): void {

@@ -1,6 +1,7 @@
 // Runs PGlite off the main thread: in-process it stalls the daemon's event loop (DESIGN.md).
 // Plain JavaScript so that it starts the same from src/ (tsx, vitest) and from dist/.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -12,6 +13,18 @@ import { PGlite } from '@electric-sql/pglite';
 // are per process: the only other WebAssembly in the daemon is undici's HTTP parser, which
 // measured the same either way.
 setFlagsFromString('--liftoff-only');
+
+// The store's work yields the CPU to the proxy's: a batch holds this thread for tens of
+// milliseconds, and on a machine whose cores are all busy the calls that arrive meanwhile
+// would wait for it (the p99). Linux sets a nice value per thread (by its id, which
+// /proc/thread-self names); elsewhere the thread keeps the process's. The writer's spool
+// holds whatever waits, and the store catches up when the proxy leaves it a core.
+const WORKER_NICE = 10;
+try {
+  setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), WORKER_NICE);
+} catch {
+  // no /proc (macOS), or not allowed: the default priority
+}
 
 // A parameter given as bytes is text in UTF-8 (the writer's batches of JSON): decoded here, off
 // the daemon's thread. The store's SQL takes bytea only as hex text (decode($n, 'hex')).

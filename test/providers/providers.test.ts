@@ -95,6 +95,17 @@ describe('stream details', () => {
     expect(r).toMatchObject({ model: 'claude-x-1', incomplete: true, usage: { inputTokens: 9, outputTokens: 1 } });
   });
 
+  it("keeps a long chat stream's text whole and in order, past the events it keeps unread", () => {
+    const acc = providers.openai.streamAccumulator({ path: 'v1/chat/completions', body: { model: 'gpt-4o-mini' } });
+    const pieces = Array.from({ length: 3000 }, (_, i) => `piece ${i}; `);
+    for (const p of pieces) acc.onEvent(JSON.stringify({ model: 'gpt-4o-mini', choices: [{ delta: { content: p } }] }));
+    // The events hold 200 kB: the first are read when the bound is passed, the rest as they come.
+    expect(acc.streamedText()).toBe(pieces.join(''));
+    expect(acc.streamedChars?.()).toBe(pieces.join('').length);
+    acc.onEvent('{"choices":[{"delta":{"content":"!"}}]}');
+    expect(acc.streamedText()).toBe(`${pieces.join('')}!`);
+  });
+
   it('reads Anthropic events by their data type when the event: line is missing', () => {
     const acc = providers.anthropic.streamAccumulator({ path: 'v1/messages', body: {} });
     acc.onEvent('{"type":"message_start","message":{"model":"m","usage":{"input_tokens":3,"output_tokens":1}}}');

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BudgetMonitor } from '../../src/budget/monitor.js';
@@ -183,6 +183,24 @@ describe('embedded store: the event batch', () => {
     try {
       await migrate(db);
       await expectBatchPreparedOnce(db);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe.skipIf(process.platform !== 'linux')('embedded store: its worker thread', () => {
+  /** The nice value of each thread of this process (field 19 of /proc/self/task/<tid>/stat). */
+  const niceValues = () =>
+    readdirSync('/proc/self/task').map((tid) =>
+      Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]),
+    );
+
+  it('runs at a lower priority than the proxy, and nothing else does', async () => {
+    const before = niceValues().filter((n) => n > 0).length;
+    const db = await openEmbedded(undefined);
+    try {
+      expect(niceValues().filter((n) => n === 10)).toHaveLength(before + 1);
     } finally {
       await db.close();
     }
