@@ -87,8 +87,9 @@ describeEachBackend('export memory', (backend) => {
     // amount (V8's young generation, the embedded store's buffers) whatever the export's size.
     expect(month.growth).toBeLessThan(100e6);
     // Rows held would add several times their text; PGlite's working memory (60-90 MB) swings by
-    // 10-20 MB between runs, so the embedded store is held to the text's size, PostgreSQL to a quarter.
-    const held = (month.bytes - week.bytes) / (backend.name === 'embedded' ? 1 : 4);
+    // 10-20 MB between runs, so the embedded store is held to the text's size, PostgreSQL to half
+    // (RSS moves by a few MB with the collector's timing on a loaded machine).
+    const held = (month.bytes - week.bytes) / (backend.name === 'embedded' ? 1 : 2);
     expect(month.growth - week.growth).toBeLessThan(held);
   });
 
