@@ -9,13 +9,15 @@
  *
  *   npm run bench -- [--quick] [--c1 3000] [--streams 1000] [--c64-seconds 2] [--c64-slices 4] [--rounds 3]
  *                    [--soak-seconds 600] [--startup-runs 3] [--proxy-alone] [--otel] [--json FILE]
+ *                    [--budgets 10]
  *
  * BENCH_DATABASE_URL=postgres://…/<throwaway database>: the daemon on PostgreSQL, else on the
  * embedded store in a throwaway data dir. BENCH_DAEMON_ARGS: node flags for the daemon only
  * (e.g. --cpu-prof). --proxy-alone adds the daemon without metering (bench/proxy-daemon.ts;
  * PostgreSQL only). --otel adds a second meter with OpenTelemetry export on (OTLP/HTTP to a
  * collector stand-in in this process that answers 200 at once). --quick: one short round, no
- * start-up runs. --json FILE: the summary's figures as JSON too (to compare runs).
+ * start-up runs. --json FILE: the summary's figures as JSON too (to compare runs). --budgets N:
+ * N alert budgets on the bench's account, far from their amounts (issue 30: they must cost nothing).
  *
  * Prints, per round and as medians over the rounds, the latency each adds to a direct call
  * (JSON p50/p99 at concurrency 1, a stream's first byte), CPU per call and per stream (every
@@ -31,6 +33,8 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { createAccount } from '../src/auth/accounts.js';
 import { createKey } from '../src/auth/keys.js';
+import { createBudget } from '../src/budget/budgets-admin.js';
+import { parseScope } from '../src/budget/scope.js';
 import { packageRoot } from '../src/paths.js';
 import { openStore } from '../src/store/index.js';
 import {
@@ -62,6 +66,8 @@ const STARTUP_RUNS = numberFlag('startup-runs', QUICK ? 0 : 3);
 const WITH_PROXY = hasFlag('proxy-alone');
 const WITH_OTEL = hasFlag('otel');
 const JSON_OUT = stringFlag('json');
+/** Budgets on the bench's account (alert, far from their amount, of assorted scopes and zones). */
+const BUDGETS = numberFlag('budgets', 0);
 const DATABASE_URL = process.env.BENCH_DATABASE_URL || undefined;
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
@@ -157,6 +163,15 @@ async function main(): Promise<void> {
     const account = `bench-${Date.now()}`;
     await createAccount(store, account, 'pro');
     const { key } = await createKey(store, account, 'bench');
+    const scopes = ['account', 'provider:openai', 'model:gpt-4o-mini', 'tag:team=search', 'tag:tenant=globex'];
+    const zones = ['UTC', 'Asia/Kolkata', 'America/New_York'];
+    for (let i = 0; i < BUDGETS; i++)
+      await createBudget(store, account, {
+        amount: '1000000',
+        scope: parseScope(scopes[i % scopes.length]!),
+        window: (['day', 'week', 'month', 'quarter'] as const)[i % 4],
+        timezone: zones[i % zones.length],
+      });
     await store.close();
 
     const mock = await spawnService([dist('bench/mock-provider.js')], process.env, packageRoot);
