@@ -186,8 +186,12 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
       10_000,
       'the revocation',
     );
-    // The budget monitor said it lost the store, and that it has it back.
-    expect(logs.some((l) => l.msg === 'budget monitor: spend re-read works again')).toBe(true);
+    // The budget monitor said it lost the store, and that it has it back (it reads once a second).
+    await eventually(
+      async () => logs.some((l) => l.msg === 'budget monitor: spend re-read works again'),
+      20_000,
+      'the budget monitor back',
+    );
     expect((await fetch(`${daemon.url}/readyz`)).status).toBe(200);
   });
 
