@@ -29,15 +29,29 @@ interface Held {
   units: bigint;
   /** `written`: the usage event's time once the call ended (then the database may show it). */
   time?: string;
-  /** `minute`: when the slot is free again (admission + 60 s). */
-  releaseAt?: number;
+  /** `minute`: the tick (ms since the epoch ÷ TICK_MS) its slot was taken in. */
+  tick?: number;
 }
+
+/** `minute` limits: what was taken in one tick, held until a minute after that tick ends. */
+interface Bucket {
+  tick: number;
+  units: bigint;
+}
+
+/** Per-minute slots are kept per tenth of a second: a slot is free again 60 to 60.1 s after
+ *  its call was admitted, never sooner. */
+const TICK_MS = 100;
 
 /** What one sidecar holds of one limit: its slice (`granted`) and what calls have spent of it. */
 export class Lease {
   granted = 0n;
   held = 0n;
+  /** `written`: every call whose units the database does not count yet. `minute`: the calls in
+   *  flight only (what they took may still change); the slots themselves are in `buckets`. */
   readonly entries = new Map<string, Held>();
+  /** `minute`: slots taken per tick, oldest first (at most 601). */
+  readonly buckets: Bucket[] = [];
   /** Local clock (ms): the slice may be used until then (the database's expiry comes later). */
   validUntil = 0;
   /** The fleet as of the last lease statement: what the database counted, and what other
@@ -67,14 +81,11 @@ export class Lease {
     return this.granted - this.held;
   }
 
-  /** Frees per-minute slots whose 60 s are over. Entries are in admission order. */
+  /** Frees per-minute slots whose minute is over: a slot taken in a tick is free a minute after
+   *  the tick ends, so no 60 s ever see more than what was granted. */
   cool(now: number): void {
-    if (this.spec.kind !== 'minute') return;
-    for (const [id, h] of this.entries) {
-      if (h.releaseAt! > now) break;
-      this.entries.delete(id);
-      this.held -= h.units;
-    }
+    const b = this.buckets;
+    while (b.length > 0 && (b[0]!.tick + 1) * TICK_MS + MINUTE_MS <= now) this.held -= b.shift()!.units;
   }
 
   /** Units this sidecar may spend now without asking the database. */
@@ -91,7 +102,13 @@ export class Lease {
 
   take(id: string, units: bigint, now: number): void {
     const h: Held = { units };
-    if (this.spec.kind === 'minute') h.releaseAt = now + MINUTE_MS;
+    if (this.spec.kind === 'minute') {
+      const tick = Math.floor(now / TICK_MS);
+      const last = this.buckets[this.buckets.length - 1];
+      if (last?.tick === tick) last.units += units;
+      else this.buckets.push({ tick, units });
+      h.tick = tick;
+    }
     this.entries.set(id, h);
     this.held += units;
     this.recent += units;
@@ -103,12 +120,16 @@ export class Lease {
     const h = this.entries.get(id);
     if (!h) return;
     const units = real ?? h.units;
+    if (this.spec.kind === 'minute') {
+      // Its slot stays taken for its minute; only its count changes (tokens: the real use).
+      this.entries.delete(id);
+      this.#adjust(h, units - h.units);
+      return;
+    }
     this.held += units - h.units;
     h.units = units;
-    if (this.spec.kind === 'written') {
-      if (units === 0n) this.release(id);
-      else h.time = time;
-    }
+    if (units === 0n) this.release(id);
+    else h.time = time;
   }
 
   /** The call spent nothing (refused later, or never forwarded): its units come back. */
@@ -116,7 +137,21 @@ export class Lease {
     const h = this.entries.get(id);
     if (!h) return;
     this.entries.delete(id);
-    this.held -= h.units;
+    if (this.spec.kind === 'minute') this.#adjust(h, -h.units);
+    else this.held -= h.units;
+  }
+
+  /** Changes a per-minute call's units in its tick's bucket (none once that has cooled). */
+  #adjust(h: Held, delta: bigint): void {
+    for (let i = this.buckets.length - 1; i >= 0; i--) {
+      const b = this.buckets[i]!;
+      if (b.tick < h.tick!) return;
+      if (b.tick === h.tick) {
+        b.units += delta;
+        this.held += delta;
+        return;
+      }
+    }
   }
 
   /** `written` entries whose events the database may show now. */
@@ -131,10 +166,11 @@ export class Lease {
     for (const id of ids) this.release(id);
   }
 
-  /** Seconds until the oldest per-minute slot is free again (1 at least; 60 with none held). */
+  /** Seconds until the oldest per-minute slot is free again (1 to 60; 60 with none held). */
   resetSeconds(now: number): number {
-    for (const h of this.entries.values()) return Math.max(1, Math.ceil((h.releaseAt! - now) / 1000));
-    return 60;
+    const first = this.buckets[0];
+    if (!first) return 60;
+    return Math.min(60, Math.max(1, Math.ceil(((first.tick + 1) * TICK_MS + MINUTE_MS - now) / 1000)));
   }
 
   /** The fleet's remaining units as this sidecar last saw them. */

@@ -369,7 +369,8 @@ export class FleetLedger {
           work.push(this.#statement(lease, 0n));
         }
         // Forget an empty lease, unless a call is waiting on it (one holder, one lease object).
-        const empty = lease.granted === 0n && lease.held === 0n && lease.entries.size === 0;
+        const empty =
+          lease.granted === 0n && lease.held === 0n && lease.entries.size === 0 && lease.buckets.length === 0;
         if (empty && lease.wanting === 0n && lease.waiting === 0n && lease.pending === 0) this.#leases.delete(id);
       }
       const results = await Promise.allSettled(work);

@@ -14,20 +14,22 @@ function leased(spec: LimitSpec, n: bigint, now = T0): Lease {
 }
 
 describe('a lease', () => {
-  it('per-minute slots: a slot is free again 60 s after its call was admitted, not at a minute boundary', () => {
+  it('per-minute slots: a slot is free again a minute after the tenth of a second its call came in', () => {
     const lease = leased(minute, 3n);
     lease.take('a', 1n, T0);
     lease.take('b', 1n, T0 + 20_000);
     lease.take('c', 1n, T0 + 40_000);
-    expect(lease.available(T0 + 59_999)).toBe(0n); // three calls in the last 60 s
-    expect(lease.resetSeconds(T0 + 30_000)).toBe(30); // the oldest slot frees at T0 + 60 s
-    // Slots free one by one, each 60 s after its own admission; the lease is renewed meanwhile.
+    for (const id of ['a', 'b', 'c']) lease.settle(id, undefined, new Date(T0).toISOString()); // ended: slots stay
+    expect(lease.available(T0 + 60_099)).toBe(0n); // three calls within the last minute
+    expect(lease.resetSeconds(T0 + 30_000)).toBe(31); // the oldest slot frees at T0 + 60.1 s
+    // Slots free one by one, each a minute after its own second; the lease is renewed meanwhile.
     lease.validUntil = T0 + 200_000;
-    expect(lease.available(T0 + MINUTE_MS)).toBe(1n);
-    expect(lease.available(T0 + 80_000)).toBe(2n);
-    expect(lease.resetSeconds(T0 + 80_000)).toBe(20);
-    expect(lease.available(T0 + 100_000)).toBe(3n);
-    expect(lease.resetSeconds(T0 + 100_000)).toBe(60); // none held
+    expect(lease.available(T0 + 60_100)).toBe(1n);
+    expect(lease.available(T0 + 80_100)).toBe(2n);
+    expect(lease.resetSeconds(T0 + 80_100)).toBe(20);
+    expect(lease.available(T0 + 100_100)).toBe(3n);
+    expect(lease.resetSeconds(T0 + 100_100)).toBe(60); // none held
+    expect(lease.entries.size).toBe(0); // nothing kept per call once calls end
   });
 
   it('tokens: a call holds its worst case, then what it used, for its minute', () => {
@@ -37,7 +39,15 @@ describe('a lease', () => {
     lease.settle('a', 120n, new Date(T0).toISOString()); // it used 120 tokens
     expect(lease.available(T0 + 2)).toBe(880n);
     lease.validUntil = T0 + 200_000;
-    expect(lease.available(T0 + MINUTE_MS)).toBe(1000n);
+    expect(lease.available(T0 + MINUTE_MS + 100)).toBe(1000n);
+  });
+
+  it('a call that is released gives its slot back at once', () => {
+    const lease = leased(minute, 3n);
+    lease.take('a', 1n, T0);
+    lease.take('b', 1n, T0 + 1);
+    lease.release('a');
+    expect(lease.available(T0 + 2)).toBe(2n);
   });
 
   it('spend and calls: held from admission until the database shows the event, then no longer here', () => {
