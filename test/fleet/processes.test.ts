@@ -2,6 +2,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
 import { setBudget } from '../../src/budget/admin.js';
+import { createBudget } from '../../src/budget/budgets-admin.js';
+import { parseScope } from '../../src/budget/scope.js';
 import { formatUnits, toUnits } from '../../src/money.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
@@ -24,11 +26,12 @@ let db: Db;
 let upstream: FakeUpstream;
 let daemons: RunningDaemon[];
 const keys: Record<string, string> = {};
-const burstOn = (account: string) =>
+const burstOn = (account: string, headers: Record<string, string> = {}) =>
   burst(
     upstream,
     daemons.map((d) => d.url),
     keys[account]!,
+    { headers },
   );
 
 const written = async (account: string) =>
@@ -55,6 +58,7 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
       ['calls', 'pro'],
       ['tokens', 'pro'],
       ['killed', 'pro'],
+      ['tenants', 'pro'],
     ] as const) {
       await createAccount(db, account, plan);
       const { id, key } = await createKey(db, account);
@@ -70,6 +74,14 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
     // Room for FIT worst cases and half of one more.
     await setBudget(db, 'capped', formatUnits(WORST * BigInt(FIT) + WORST / 2n), true);
     await setBudget(db, 'killed', formatUnits(WORST * 10n), true);
+    // A budget of one tenant's calls (a tag scope) that blocks, with room for FIT worst cases.
+    await createBudget(db, 'tenants', {
+      amount: formatUnits(WORST * BigInt(FIT) + WORST / 2n),
+      scope: parseScope('tag:tenant=globex'),
+      window: 'day',
+      timezone: 'Asia/Kolkata',
+      action: 'block',
+    });
     upstream = await startFakeUpstream();
     daemons = await Promise.all(
       Array.from({ length: SIDECARS }, async () => {
@@ -101,6 +113,17 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
     const spend = toUnits((await written('capped')).spend);
     expect(spend).toBe(ACTUAL * BigInt(FIT));
     expect(spend).toBeLessThanOrEqual(WORST * BigInt(FIT) + WORST / 2n);
+  }, 60_000);
+
+  // Fleet-wide, not per sidecar: kept per sidecar, 20 would fit on each, 60 in all.
+  it('a tag-scoped budget that blocks: exactly the calls of that tenant that fit, others pass', async () => {
+    const answers = await burstOn('tenants', { 'X-Tenant-ID': 'globex' });
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(FIT);
+    for (const a of answers.filter((x) => x.status !== 200))
+      expect([a.status, a.code]).toEqual([402, 'budget_exceeded']);
+    // Another tenant is not subject to it.
+    const other = await answer(await post(daemons[0]!.url, keys.tenants!, { 'X-Tenant-ID': 'initech' }));
+    expect(other.status).toBe(200);
   }, 60_000);
 
   it('the monthly quota admits exactly its count across the fleet', async () => {

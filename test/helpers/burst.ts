@@ -32,10 +32,15 @@ export function answerAfter(upstream: FakeUpstream, gate: Promise<unknown>): voi
   });
 }
 
-export function post(url: string, key: string): Promise<Response> {
+export function post(url: string, key: string, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${url}/proxy/openai/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'x-meter-key': key, authorization: 'Bearer sk-provider', 'content-type': 'application/json' },
+    headers: {
+      'x-meter-key': key,
+      authorization: 'Bearer sk-provider',
+      'content-type': 'application/json',
+      ...headers,
+    },
     body: BODY,
   });
 }
@@ -57,14 +62,19 @@ export const answer = async (res: Response): Promise<Answer> => ({
  * decision is taken while all admitted calls are in flight with their worst case reserved: a
  * limit set for n calls admits exactly n, and a refusal while the fleet had room shows as fewer.
  */
-export async function burst(upstream: FakeUpstream, urls: string[], key: string, calls = 64): Promise<Answer[]> {
+export async function burst(
+  upstream: FakeUpstream,
+  urls: string[],
+  key: string,
+  { calls = 64, headers = {} }: { calls?: number; headers?: Record<string, string> } = {},
+): Promise<Answer[]> {
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
   answerAfter(upstream, gate);
   const before = upstream.requests.length;
   let refused = 0;
   const answers = Array.from({ length: calls }, async (_, i) => {
-    const res = await post(urls[i % urls.length]!, key);
+    const res = await post(urls[i % urls.length]!, key, headers);
     if (res.status !== 200) refused++;
     return answer(res);
   });
