@@ -10,11 +10,10 @@ export { BudgetBook, type MatchedBudget } from './book.js';
 export { ShadowGate, refusalMessage } from './gate.js';
 export { ScopedBudgetMonitor } from './scoped-monitor.js';
 
-/** The account budget's alert levels (monitor.ts): spend re-read for accounts with new writes. */
+/** The account budget's alert levels (monitor.ts): spend re-read every flush interval. */
 export function createBudgetMonitor(ctx: DaemonContext, opts: Partial<BudgetMonitorOptions> = {}): BudgetMonitor {
   return new BudgetMonitor(ctx.store, ctx.logger.child({ component: 'budget' }), {
-    intervalMs: Math.max(ctx.config.flushIntervalMs, 1_000),
-    sweepMs: 30_000,
+    intervalMs: ctx.config.flushIntervalMs,
     ...opts,
   });
 }

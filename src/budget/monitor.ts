@@ -27,8 +27,6 @@ export interface BudgetSnapshot {
   refreshedAt: Date;
 }
 
-const OVERLAP_MS = 10_000;
-
 /**
  * Costs a sidecar counts itself until the re-read spend shows them (the hard cap's ledger). The
  * monitor asks, in the snapshot the spend was read from, which of them that snapshot holds.
@@ -45,25 +43,17 @@ export interface SpendLedger {
 export interface BudgetMonitorOptions {
   /** How often spend is re-read; the daemon uses config.flushIntervalMs. */
   intervalMs: number;
-  /** Every budget is read at least this often; in between only accounts with new events
-   *  (the daemon: 30 s; default 0: every budget every pass). */
-  sweepMs?: number;
   /** Clock (tests move it across a month boundary). */
   now?: () => Date;
 }
 
 /**
- * Re-reads budgeted accounts' month-to-date spend from usage_daily each interval (those with new
- * events; every one each `sweepMs`), keeps it
+ * Re-reads every budgeted account's month-to-date spend from usage_daily each interval, keeps it
  * in memory for the hard cap, and fires the 50/80/100% levels it finds crossed, in order.
  */
 export class BudgetMonitor implements Component {
   readonly name = 'budget';
   private states = new Map<string, BudgetSnapshot>();
-  /** When the last pass and the last full pass began (this sidecar's clock), and their month. */
-  private lastPass: number | undefined;
-  private lastFull = 0;
-  private month = '';
   private readonly task: PeriodicTask;
   private readonly now: () => Date;
   private ledger: SpendLedger | undefined;
@@ -112,21 +102,10 @@ export class BudgetMonitor implements Component {
   /** One pass: re-read spend, fire what is crossed. Returns the levels this call fired. */
   async refresh(): Promise<{ account: string; level: number }[]> {
     const window = currentMonth(this.now());
-    // Every budget at start, in a new month and every `sweepMs`; in between only the accounts
-    // that had events written since the last pass (overlap: a row's recorded_at is taken before
-    // its commit, and this sidecar's clock is not the database's).
-    const started = Date.now();
-    const full =
-      this.lastPass === undefined || window.month !== this.month || started - this.lastFull >= (this.opts.sweepMs ?? 0);
-    const since = full ? undefined : new Date(this.lastPass! - OVERLAP_MS);
-    const { rows, seen } = await this.readSpend(window, since);
+    const { rows, seen } = await this.readSpend(window);
     const refreshedAt = new Date();
     // One synchronous step: the new spend and the ledger's costs it holds change together.
-    const read = rows.map((r) => [r.account_id, snapshot(r, window.month, refreshedAt)] as const);
-    this.states = full ? new Map(read) : new Map([...this.states, ...read]);
-    this.lastPass = started;
-    this.month = window.month;
-    if (full) this.lastFull = started;
+    this.states = new Map(rows.map((r) => [r.account_id, snapshot(r, window.month, refreshedAt)]));
     this.ledger?.seen(seen, window.month);
     const fired: { account: string; level: number }[] = [];
     for (const row of rows) {
@@ -174,11 +153,8 @@ export class BudgetMonitor implements Component {
   }
 
   /** Spend, and which of the ledger's events that spend holds, from one snapshot. */
-  private readSpend(
-    window: ReturnType<typeof currentMonth>,
-    since?: Date,
-  ): Promise<{ rows: BudgetRow[]; seen: string[] }> {
-    const { sql, params } = budgetStatesQuery(window, undefined, since);
+  private readSpend(window: ReturnType<typeof currentMonth>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
+    const { sql, params } = budgetStatesQuery(window);
     return readWithSeen<BudgetRow>(
       this.db,
       sql,

@@ -24,13 +24,8 @@ export function loadBudgetStates(db: Queryable, w: MonthWindow, accountName?: st
   return db.query<BudgetRow>(sql, params);
 }
 
-/** Every budget (or one account's) with its month-to-date spend and the levels fired; with
- *  `since`, only the accounts that had events written after it (from any sidecar). */
-export function budgetStatesQuery(
-  w: MonthWindow,
-  accountName?: string,
-  since?: Date,
-): { sql: string; params: unknown[] } {
+/** Every budget (or one account's) with its month-to-date spend and the levels fired. */
+export function budgetStatesQuery(w: MonthWindow, accountName?: string): { sql: string; params: unknown[] } {
   return {
     sql: `SELECT b.account_id, a.name AS account, b.monthly_usd AS budget, (b.hard_cap AND p.hard_cap) AS hard_cap,
             COALESCE((SELECT sum(u.spend) FROM usage_daily u
@@ -38,10 +33,8 @@ export function budgetStatesQuery(
             COALESCE((SELECT array_agg(f.level::int ORDER BY f.level) FROM alert_levels_fired f
                       WHERE f.account_id = b.account_id AND f.month = $3), '{}'::int[]) AS fired
        FROM budgets b JOIN accounts a ON a.id = b.account_id JOIN plans p ON p.name = a.plan
-      WHERE ($4::text IS NULL OR a.name = $4::text)
-        AND ($5::timestamptz IS NULL OR EXISTS (SELECT 1 FROM usage_events e
-              WHERE e.account_id = b.account_id AND e.recorded_at > $5::timestamptz))`,
-    params: [w.from, w.to, w.month, accountName ?? null, since ?? null],
+      WHERE $4::text IS NULL OR a.name = $4::text`,
+    params: [w.from, w.to, w.month, accountName ?? null],
   };
 }
 

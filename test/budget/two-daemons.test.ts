@@ -24,9 +24,8 @@ describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one Postgr
       METER_DATA_DIR: tempDir(),
     });
     // The daemon's own two components, with a fast outbox poll; nothing else is needed here.
-    // Spend is seeded into the rollups without events, so every pass reads every budget.
     const factories: Compose = async (ctx, start) => {
-      await start(createBudgetMonitor(ctx, { sweepMs: 0 }));
+      await start(createBudgetMonitor(ctx));
       await start(createAlertDeliverer(ctx, { pollMs: 20 }));
     };
     const daemons: Daemon[] = [];
