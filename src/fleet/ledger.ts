@@ -42,7 +42,8 @@ export class FleetLedger {
   readonly #leases = new Map<string, Lease>();
   readonly #calls = new Map<string, Lease[]>();
   #timer: NodeJS.Timeout | undefined;
-  #syncing = false;
+  /** The pass under way: a second one waits for it (one pass at a time). */
+  #syncing: Promise<void> | undefined;
   #warned = false;
   #downUntil = 0;
   /** For /metrics: lease statements run and failed, calls that waited for the database. */
@@ -338,8 +339,17 @@ export class FleetLedger {
    * ended calls the database shows, renews before the lease lapses, and forgets empty leases.
    */
   async sync(now = Date.now()): Promise<void> {
-    if (this.#syncing) return;
-    this.#syncing = true;
+    while (this.#syncing) await this.#syncing;
+    const pass = this.#pass(now);
+    this.#syncing = pass;
+    try {
+      await pass;
+    } finally {
+      this.#syncing = undefined;
+    }
+  }
+
+  async #pass(now: number): Promise<void> {
     try {
       // Slices with room this sidecar does not use (what its calls spent may have shrunk since it
       // last wrote): another sidecar waiting for room gets it back at once.
@@ -377,8 +387,6 @@ export class FleetLedger {
       for (const r of results) if (r.status === 'rejected') this.#unreachable(r.reason);
     } catch (err) {
       this.#unreachable(err);
-    } finally {
-      this.#syncing = false;
     }
   }
 
