@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { Component } from '../component.js';
 import { PeriodicTask } from '../periodic.js';
-import { readWithSeen, RereadSkip } from '../store/snapshot.js';
+import { RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
 import { formatUnits, reached, toUnits } from '../money.js';
@@ -27,19 +27,6 @@ export interface BudgetSnapshot {
   refreshedAt: Date;
 }
 
-/**
- * Costs a sidecar counts itself until the re-read spend shows them (the hard cap's ledger). The
- * monitor asks, in the snapshot the spend was read from, which of them that snapshot holds.
- */
-export interface SpendLedger {
-  /** Events whose cost is counted locally (id and event time: the key of usage_events). */
-  unseenEvents(): { id: string; time: string }[];
-  /** false while the ledger holds nothing: no call in flight, no cost unseen. */
-  active(): boolean;
-  /** Called in the same synchronous step as the new spend is installed. */
-  seen(ids: Iterable<string>, month: string): void;
-}
-
 export interface BudgetMonitorOptions {
   /** How often spend is re-read; the daemon uses config.flushIntervalMs. */
   intervalMs: number;
@@ -49,14 +36,13 @@ export interface BudgetMonitorOptions {
 
 /**
  * Re-reads every budgeted account's month-to-date spend from usage_daily each interval, keeps it
- * in memory for the hard cap, and fires the 50/80/100% levels it finds crossed, in order.
+ * in memory (`budgetOf`), and fires the 50/80/100% levels it finds crossed, in order.
  */
 export class BudgetMonitor implements Component {
   readonly name = 'budget';
   private states = new Map<string, BudgetSnapshot>();
   private readonly task: PeriodicTask;
   private readonly now: () => Date;
-  private ledger: SpendLedger | undefined;
   private readonly rereads = new RereadSkip();
 
   constructor(
@@ -85,13 +71,8 @@ export class BudgetMonitor implements Component {
     return this.states.get(accountId);
   }
 
-  /** The hard cap's ledger, told after every re-read which of its costs the spend now shows. */
-  attachLedger(ledger: SpendLedger): void {
-    this.ledger = ledger;
-  }
-
   async start(): Promise<void> {
-    // The first read happens before the daemon serves, so the hard cap starts informed.
+    // The first read happens before the daemon serves.
     await this.task.start('now');
   }
 
@@ -102,11 +83,10 @@ export class BudgetMonitor implements Component {
   /** One pass: re-read spend, fire what is crossed. Returns the levels this call fired. */
   async refresh(): Promise<{ account: string; level: number }[]> {
     const window = currentMonth(this.now());
-    const { rows, seen } = await this.readSpend(window);
+    const { sql, params } = budgetStatesQuery(window);
+    const rows = await this.db.query<BudgetRow>(sql, params, { name: 'meter_budget_states' });
     const refreshedAt = new Date();
-    // One synchronous step: the new spend and the ledger's costs it holds change together.
     this.states = new Map(rows.map((r) => [r.account_id, snapshot(r, window.month, refreshedAt)]));
-    this.ledger?.seen(seen, window.month);
     const fired: { account: string; level: number }[] = [];
     for (const row of rows) {
       const state = this.states.get(row.account_id)!;
@@ -150,18 +130,6 @@ export class BudgetMonitor implements Component {
       }
     }
     return fired;
-  }
-
-  /** Spend, and which of the ledger's events that spend holds, from one snapshot. */
-  private readSpend(window: ReturnType<typeof currentMonth>): Promise<{ rows: BudgetRow[]; seen: string[] }> {
-    const { sql, params } = budgetStatesQuery(window);
-    return readWithSeen<BudgetRow>(
-      this.db,
-      sql,
-      params,
-      () => this.ledger?.unseenEvents() ?? [],
-      'meter_budget_states',
-    );
   }
 }
 

@@ -1,5 +1,5 @@
 import { toUnits } from '../../src/money.js';
-import { eventually } from './fleet.js';
+import { answerChat, eventually } from './fleet.js';
 import type { FakeUpstream } from './upstreams.js';
 
 // Every call of a burst is the same request: gpt-4o ($2.50 / MTok in, $10 / MTok out),
@@ -16,20 +16,7 @@ export const ACTUAL = toUnits('0.00425');
 
 /** A chat completion with the fixed usage, answered once `gate` opens. */
 export function answerAfter(upstream: FakeUpstream, gate: Promise<unknown>): void {
-  upstream.respond(async (_req, res) => {
-    await gate;
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'chatcmpl-1',
-        object: 'chat.completion',
-        created: 1763726400,
-        model: 'gpt-4o-2024-08-06',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 100, completion_tokens: 400, total_tokens: 500 },
-      }),
-    );
-  });
+  answerChat(upstream, { prompt: 100, completion: 400 }, gate);
 }
 
 export function post(url: string, key: string, headers: Record<string, string> = {}): Promise<Response> {

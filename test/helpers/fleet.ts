@@ -75,10 +75,15 @@ export function answerMessages(upstream: FakeUpstream, usage: { input: number; o
   });
 }
 
-/** A chat completion with fixed usage, as OpenAI sends it, after `delayMs`. */
-export function answerChat(upstream: FakeUpstream, usage: { prompt: number; completion: number }, delayMs = 0): void {
+/** A chat completion with fixed usage, as OpenAI sends it, after `delayMs` (or once a promise settles). */
+export function answerChat(
+  upstream: FakeUpstream,
+  usage: { prompt: number; completion: number },
+  delayMs: number | Promise<unknown> = 0,
+): void {
   upstream.respond(async (_req, res) => {
-    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+    if (typeof delayMs !== 'number') await delayMs;
+    else if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
     const body = JSON.stringify({
       id: 'chatcmpl-1',
       object: 'chat.completion',
