@@ -4,7 +4,9 @@
  * Free, half Pro; a tenth of them with a hard-capped budget). Two phases of S seconds: idle (no
  * calls), then busy (a few sidecars each sending calls for its own accounts to a fake provider).
  * Reports, per phase: statements a second (transactions committed, as PostgreSQL counts them),
- * the database's CPU (all its processes, from /proc) and its connections (peak).
+ * the database's CPU (all its processes, from /proc, with the backends that ended meanwhile) and
+ * its connections (mean and peak of a sample every 250 ms). The daemons run with their defaults
+ * (METER_DB_POOL_MAX 10, METER_DB_IDLE_MS 1 s, METER_KEY_REFRESH_MS 2 s).
  *
  *   npm run bench:fleet -- [--sidecars 100] [--accounts 10000] [--seconds 20] [--busy 10] [--rate 20]
  *
@@ -79,7 +81,6 @@ try {
       METER_PORT: '0',
       METER_DATA_DIR: `/tmp/${name}-${i}`,
       DATABASE_URL: url,
-      METER_DB_POOL_MAX: '2',
       METER_UPSTREAM_OPENAI: `${origin}/v1`,
     });
     daemons.push(await startDaemon(config, pino({ level: 'silent' }), components));
@@ -120,6 +121,7 @@ try {
 interface Phase {
   statementsPerSecond: number;
   dbCores: number;
+  meanConnections: number;
   peakConnections: number;
 }
 
@@ -137,23 +139,30 @@ async function measure(seconds: number): Promise<Phase> {
   const cpu0 = postgresCpuSeconds();
   const t0 = Date.now();
   let peak = 0;
+  let sum = 0;
+  let samples = 0;
   while (Date.now() - t0 < seconds * 1000) {
     const [row] = await admin.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
       [name],
     );
     peak = Math.max(peak, row!.n);
+    sum += row!.n;
+    samples++;
     await sleep(250);
   }
   const wall = (Date.now() - t0) / 1000;
   return {
     statementsPerSecond: ((await commits()) - c0) / wall,
     dbCores: (postgresCpuSeconds() - cpu0) / wall,
+    meanConnections: sum / samples,
     peakConnections: peak,
   };
 }
 
-/** CPU seconds of every PostgreSQL process on this machine (user + system, from /proc). */
+/** CPU seconds of every PostgreSQL process on this machine (user + system, from /proc), and of
+ *  the backends that ended (the postmaster's reaped children: a sidecar's connection closed when
+ *  idle takes its backend's CPU with it). */
 function postgresCpuSeconds(): number {
   const hz = 100;
   let ticks = 0;
@@ -163,7 +172,7 @@ function postgresCpuSeconds(): number {
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       if (!comm.startsWith('postgres')) continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {
       // the process ended meanwhile
     }
@@ -174,6 +183,6 @@ function postgresCpuSeconds(): number {
 function report(phase: string, p: Phase): void {
   console.log(
     `${phase}: ${p.statementsPerSecond.toFixed(0)} statements/s, database CPU ${p.dbCores.toFixed(2)} cores, ` +
-      `${p.peakConnections} connections at peak`,
+      `${p.meanConnections.toFixed(0)} connections (${p.peakConnections} at peak)`,
   );
 }

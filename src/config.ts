@@ -78,6 +78,7 @@ const envSchema = z.object({
     .optional(),
   METER_STORE: z.enum(['postgres', 'timescale']).optional(),
   METER_DB_POOL_MAX: int(1, 1000).optional(),
+  METER_DB_IDLE_MS: int(100, 600_000).optional(),
   METER_MAX_HEADER_BYTES: int(1_024, 1_048_576).optional(),
   METER_MAX_HEADERS: int(8, 1_000).optional(),
   METER_HEADERS_TIMEOUT_MS: int(500, 600_000).optional(),
@@ -131,6 +132,8 @@ export interface Config {
   store: 'postgres' | 'timescale' | undefined;
   /** Connections per sidecar (METER_DB_POOL_MAX). */
   dbPoolMax: number;
+  /** How long an unused connection stays open (METER_DB_IDLE_MS). */
+  dbIdleMs: number;
   /** Limits of the daemon's port (README "Security"): each is answered with its own status. */
   limits: Readonly<Limits>;
   /** Base address override per provider (origin + base path), from METER_UPSTREAM_<SLUG>. */
@@ -184,6 +187,7 @@ export const DEFAULTS: Readonly<Record<string, string>> = {
   METER_FLEET_LEASE_MS: '10000',
   METER_FLEET_SYNC_MS: '250',
   METER_DB_POOL_MAX: '10',
+  METER_DB_IDLE_MS: '1000',
   METER_MAX_HEADER_BYTES: '32768',
   METER_MAX_HEADERS: '100',
   METER_HEADERS_TIMEOUT_MS: '10000',
@@ -338,6 +342,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     metricsModels: Object.freeze((parsed.data.METER_METRICS_MODELS as string[] | undefined) ?? []),
     store: e.METER_STORE as Config['store'],
     dbPoolMax: (e.METER_DB_POOL_MAX as number | undefined) ?? 10,
+    dbIdleMs: (e.METER_DB_IDLE_MS as number | undefined) ?? 1_000,
     limits: Object.freeze({
       maxHeaderBytes: limit('METER_MAX_HEADER_BYTES'),
       maxHeaders: limit('METER_MAX_HEADERS'),

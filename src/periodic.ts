@@ -86,3 +86,14 @@ export async function settlesWithin(p: Promise<unknown> | unknown, ms: number): 
     done.abort();
   }
 }
+
+/** Runs tasks one after another (a pulse's re-read and a sweep's never interleave). */
+export class Serial {
+  #tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#tail.then(task, task);
+    this.#tail = run.catch(() => {});
+    return run;
+  }
+}

@@ -35,6 +35,8 @@ export class AlertDeliverer implements Component {
   readonly name = 'alerts';
   private readonly task: PeriodicTask;
   private stopped = false;
+  /** A run that wake() started, until it ends. */
+  private woken: Promise<unknown> | undefined;
   /** Attempts by `kind result` (result: delivered, retrying, failed), for /metrics. */
   private readonly attempts = new Map<string, number>();
 
@@ -57,6 +59,14 @@ export class AlertDeliverer implements Component {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.task.stop();
+    await this.woken;
+  }
+
+  /** Delivers what is due now, off to the side (the pulse found deliveries due); never two
+   *  such runs at once. A run under way on the timer is no harm: claims are leased. */
+  wake(): void {
+    if (this.stopped || this.woken) return;
+    this.woken = this.task.run().finally(() => (this.woken = undefined));
   }
 
   /** Delivers everything due now, round after round; returns how many attempts were made. */

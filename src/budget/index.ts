@@ -1,4 +1,5 @@
 import type { DaemonContext } from '../component.js';
+import type { ChangeWatcher } from '../fleet/changes.js';
 import type { UsageEvent } from '../metering/event.js';
 import { BudgetMonitor, type BudgetMonitorOptions } from './monitor.js';
 import { ShadowGate } from './gate.js';
@@ -10,22 +11,37 @@ export { BudgetBook, type MatchedBudget } from './book.js';
 export { ShadowGate, refusalMessage } from './gate.js';
 export { ScopedBudgetMonitor } from './scoped-monitor.js';
 
-/** The account budget's alert levels (monitor.ts): spend re-read every flush interval. */
-export function createBudgetMonitor(ctx: DaemonContext, opts: Partial<BudgetMonitorOptions> = {}): BudgetMonitor {
-  return new BudgetMonitor(ctx.store, ctx.logger.child({ component: 'budget' }), {
-    intervalMs: ctx.config.flushIntervalMs,
+/** Both monitors re-read every served account's budgets this often whatever the pulses found. */
+const SWEEP_MS = 30_000;
+
+/** The account budget's alert levels (monitor.ts): what the pulse says moved, and a sweep. Without
+ *  a change watcher (tests), every account at every sweep. */
+export function createBudgetMonitor(
+  ctx: DaemonContext,
+  changes?: ChangeWatcher,
+  opts: Partial<BudgetMonitorOptions> = {},
+): BudgetMonitor {
+  const monitor = new BudgetMonitor(ctx.store, ctx.logger.child({ component: 'budget' }), {
+    sweepMs: SWEEP_MS,
+    served: changes && (() => changes.served.list()),
     ...opts,
   });
+  changes?.onPulse((p) => monitor.pulse(p));
+  return monitor;
 }
 
-/** Every budget's spend and alerts (scoped-monitor.ts): meter_changes and the recent writes
- *  polled once a second, every budget re-read every 30 s. */
-export function createScopedMonitor(ctx: DaemonContext, opts: Partial<ScopedMonitorOptions> = {}): ScopedBudgetMonitor {
+/** Every budget's spend and alerts (scoped-monitor.ts), the same way. */
+export function createScopedMonitor(
+  ctx: DaemonContext,
+  changes?: ChangeWatcher,
+  opts: Partial<ScopedMonitorOptions> = {},
+): ScopedBudgetMonitor {
   const monitor = new ScopedBudgetMonitor(ctx.store, ctx.logger.child({ component: 'budgets' }), {
-    pollMs: 1_000,
-    sweepMs: 30_000,
+    sweepMs: SWEEP_MS,
+    served: changes && (() => changes.served.list()),
     ...opts,
   });
+  changes?.onPulse((p) => monitor.pulse(p));
   // Per budget id only (never a tag value, key or account: CONTRACT §2).
   ctx.metrics.gauge(
     'meter_budget_utilization_ratio',

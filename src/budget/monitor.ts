@@ -1,6 +1,7 @@
 import type { Logger } from '../log.js';
 import type { Component } from '../component.js';
-import { PeriodicTask } from '../periodic.js';
+import { PeriodicTask, Serial } from '../periodic.js';
+import type { Pulse } from '../fleet/changes.js';
 import { RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
@@ -28,15 +29,19 @@ export interface BudgetSnapshot {
 }
 
 export interface BudgetMonitorOptions {
-  /** How often spend is re-read; the daemon uses config.flushIntervalMs. */
-  intervalMs: number;
+  /** How often spend is re-read whatever the pulses found (window turns, repricing, replays). */
+  sweepMs: number;
+  /** The accounts this sidecar serves (the daemon's ServedAccounts); without it, every account. */
+  served?: () => string[];
   /** Clock (tests move it across a month boundary). */
   now?: () => Date;
 }
 
 /**
- * Re-reads every budgeted account's month-to-date spend from usage_daily each interval, keeps it
- * in memory (`budgetOf`), and fires the 50/80/100% levels it finds crossed, in order.
+ * Re-reads budgeted accounts' month-to-date spend from usage_daily, keeps it in memory
+ * (`budgetOf`), and fires the 50/80/100% levels it finds crossed, in order. In the daemon it
+ * reads what the pulse (fleet/changes.ts) says moved: the accounts with new events, every served
+ * account after a change; and the served accounts once a sweep.
  */
 export class BudgetMonitor implements Component {
   readonly name = 'budget';
@@ -44,6 +49,7 @@ export class BudgetMonitor implements Component {
   private readonly task: PeriodicTask;
   private readonly now: () => Date;
   private readonly rereads = new RereadSkip();
+  private readonly serial = new Serial();
 
   constructor(
     private readonly db: Db,
@@ -51,14 +57,18 @@ export class BudgetMonitor implements Component {
     private readonly opts: BudgetMonitorOptions,
   ) {
     this.now = opts.now ?? (() => new Date());
-    this.task = new PeriodicTask(
-      () => this.rereads.run(this.db, currentMonth(this.now()).month, () => this.refresh()),
-      {
-        what: 'budget monitor: spend re-read',
-        logger,
-        pauseMs: opts.intervalMs,
-      },
-    );
+    const sweep = () => this.rereads.run(db, currentMonth(this.now()).month, () => this.refresh(opts.served?.()));
+    this.task = new PeriodicTask(sweep, {
+      what: 'budget monitor: spend re-read',
+      logger,
+      pauseMs: opts.sweepMs,
+    });
+  }
+
+  /** The pulse's share: every served account after a change, else those with new events. */
+  async pulse(p: Pulse): Promise<void> {
+    if (p.changed) await this.refresh(this.opts.served?.());
+    else if (p.dirty.size > 0) await this.refresh([...p.dirty]);
   }
 
   /** Month-to-date spend in USD (decimal text) of a budgeted account; undefined without a budget. */
@@ -80,13 +90,20 @@ export class BudgetMonitor implements Component {
     return this.task.stop();
   }
 
-  /** One pass: re-read spend, fire what is crossed. Returns the levels this call fired. */
-  async refresh(): Promise<{ account: string; level: number }[]> {
+  /** One pass over some accounts (all without `accounts`): re-read spend, fire what is
+   *  crossed. Returns the levels this call fired. */
+  refresh(accounts?: string[]): Promise<{ account: string; level: number }[]> {
+    return accounts?.length === 0 ? Promise.resolve([]) : this.serial.run(() => this.read(accounts));
+  }
+
+  private async read(accounts?: string[]): Promise<{ account: string; level: number }[]> {
     const window = currentMonth(this.now());
-    const { sql, params } = budgetStatesQuery(window);
+    const { sql, params } = budgetStatesQuery(window, undefined, accounts);
     const rows = await this.db.query<BudgetRow>(sql, params, { name: 'meter_budget_states' });
     const refreshedAt = new Date();
-    this.states = new Map(rows.map((r) => [r.account_id, snapshot(r, window.month, refreshedAt)]));
+    if (accounts) for (const id of accounts) this.states.delete(id);
+    else this.states.clear();
+    for (const r of rows) this.states.set(r.account_id, snapshot(r, window.month, refreshedAt));
     const fired: { account: string; level: number }[] = [];
     for (const row of rows) {
       const state = this.states.get(row.account_id)!;

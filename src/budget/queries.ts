@@ -24,8 +24,13 @@ export function loadBudgetStates(db: Queryable, w: MonthWindow, accountName?: st
   return db.query<BudgetRow>(sql, params);
 }
 
-/** Every budget (or one account's) with its month-to-date spend and the levels fired. */
-export function budgetStatesQuery(w: MonthWindow, accountName?: string): { sql: string; params: unknown[] } {
+/** Every budget (or one account's, or those of some account ids) with its month-to-date spend
+ *  and the levels fired. */
+export function budgetStatesQuery(
+  w: MonthWindow,
+  accountName?: string,
+  accountIds?: string[],
+): { sql: string; params: unknown[] } {
   return {
     sql: `SELECT b.account_id, a.name AS account, b.monthly_usd AS budget, (b.hard_cap AND p.hard_cap) AS hard_cap,
             COALESCE((SELECT sum(u.spend) FROM usage_daily u
@@ -33,8 +38,8 @@ export function budgetStatesQuery(w: MonthWindow, accountName?: string): { sql: 
             COALESCE((SELECT array_agg(f.level::int ORDER BY f.level) FROM alert_levels_fired f
                       WHERE f.account_id = b.account_id AND f.month = $3), '{}'::int[]) AS fired
        FROM budgets b JOIN accounts a ON a.id = b.account_id JOIN plans p ON p.name = a.plan
-      WHERE $4::text IS NULL OR a.name = $4::text`,
-    params: [w.from, w.to, w.month, accountName ?? null],
+      WHERE ($4::text IS NULL OR a.name = $4::text) AND ($5::uuid[] IS NULL OR b.account_id = ANY($5::uuid[]))`,
+    params: [w.from, w.to, w.month, accountName ?? null, accountIds ?? null],
   };
 }
 

@@ -1,17 +1,20 @@
 /**
- * Every budget's window spend and alerts, kept cheap on the database:
- * - definitions are re-read only when meter_changes.version moves (sql/130; one row, polled
- *   every second with the rest of the poll), so a change reaches every sidecar within ~1 s;
- * - spend is re-read only for the budgets of accounts that had events written since the last
- *   poll (by any sidecar: one index probe per budgeted account on usage_events' (account_id,
- *   recorded_at)), and for every budget in a slow sweep (default 30 s: window changes, replays).
- * The account budget's alerts stay with monitor.ts (alert_levels_fired); this monitor fires the
- * other budgets' levels and keeps each budget's spend for /metrics and the admission gate.
+ * Every budget's window spend and alerts, kept cheap on the database. It reads what the pulse
+ * (fleet/changes.ts: one statement a sidecar every METER_KEY_REFRESH_MS) says moved:
+ * - definitions, only when the change counter moved; then every budget of a served account
+ *   (and every shadow one, which the gate needs before an account's first call) is re-read;
+ * - spend, only for the budgets of served accounts that had events written since the last
+ *   pulse (by any sidecar), and of budgets whose window just turned;
+ * - and every served account's budgets in a slow sweep (default 30 s: repricing, replays).
+ * "Served" is what the daemon metered lately (fleet/served.ts); without it (tests), every
+ * account. The account budget's alerts stay with monitor.ts (alert_levels_fired); this monitor
+ * fires the other budgets' levels and keeps each budget's spend for /metrics and the gate.
  */
 import type { Component } from '../component.js';
+import type { Pulse } from '../fleet/changes.js';
 import type { Logger } from '../log.js';
 import { formatUnits, reached, toUnits } from '../money.js';
-import { PeriodicTask } from '../periodic.js';
+import { PeriodicTask, Serial } from '../periodic.js';
 import { readWithSeen } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { BudgetBook } from './book.js';
@@ -22,10 +25,10 @@ import { spendQuery } from './spend.js';
 import { firedLevels } from './status.js';
 
 export interface ScopedMonitorOptions {
-  /** How often meter_changes and recent writes are polled (≤ 1 s). */
-  pollMs: number;
-  /** How often every budget is re-read whatever the poll found. */
+  /** How often every served account's budgets are re-read whatever the pulses found. */
   sweepMs: number;
+  /** The accounts this sidecar serves; without it, every account. */
+  served?: () => string[];
   now?: () => number;
 }
 
@@ -43,8 +46,6 @@ export interface BudgetLedger {
   seen(budgetId: string, ids: Iterable<string>): void;
 }
 
-/** Seconds of overlap between polls: a row's recorded_at is taken before its commit. */
-const RECENT_MARGIN_S = 5;
 /** Quarter-hour buckets are kept this long (the longest window, a quarter, plus slack). */
 const QUARTER_HOUR_KEEP_DAYS = 100;
 
@@ -52,14 +53,11 @@ export class ScopedBudgetMonitor implements Component {
   readonly name = 'budgets';
   readonly book = new BudgetBook();
   readonly states = new Map<string, BudgetSpendState>();
-  #version: string | undefined;
-  #since: string | undefined;
-  #lastSweep = 0;
   #lastTrim = 0;
   #ledger: BudgetLedger | undefined;
-  #writes: number | undefined;
   #refired = new Set<string>();
   readonly #task: PeriodicTask;
+  readonly #serial = new Serial();
   readonly #now: () => number;
 
   constructor(
@@ -68,10 +66,10 @@ export class ScopedBudgetMonitor implements Component {
     private readonly opts: ScopedMonitorOptions,
   ) {
     this.#now = opts.now ?? Date.now;
-    this.#task = new PeriodicTask(() => this.poll(), {
-      what: 'budgets: spend poll',
+    this.#task = new PeriodicTask(() => this.sweep(), {
+      what: 'budgets: spend sweep',
       logger,
-      pauseMs: opts.pollMs,
+      pauseMs: opts.sweepMs,
     });
   }
 
@@ -80,62 +78,55 @@ export class ScopedBudgetMonitor implements Component {
     this.#ledger = ledger;
   }
 
+  /** Definitions and a first read before the daemon serves; the sweep after one pause. */
   async start(): Promise<void> {
-    await this.#task.start('now');
+    await this.pulse({ changed: true, dirty: new Set(), alertsDue: false });
+    void this.#task.start('after-pause');
   }
 
   stop(): Promise<void> {
     return this.#task.stop();
   }
 
-  /** One poll: reload definitions if they changed, then evaluate what may have moved. */
-  async poll(): Promise<void> {
-    // The embedded store counts its writes (this process is its only client): while that count,
-    // the windows and the sweep stand still, there is nothing new to read.
-    const writes = this.db.writes?.();
-    const now0 = this.#now();
-    if (
-      writes !== undefined &&
-      writes === this.#writes &&
-      now0 - this.#lastSweep < this.opts.sweepMs &&
-      [...this.states.values()].every((s) => now0 >= s.window.start && now0 < s.window.end)
-    )
-      return;
-    const accounts = [...new Set(this.book.all().map((d) => d.accountId))];
-    const [row] = await this.db.query<{ version: string; now: string; dirty: string[] }>(
-      `SELECT (SELECT version::text FROM meter_changes WHERE id = 1) AS version,
-              (now() - make_interval(secs => ${RECENT_MARGIN_S}))::text AS now,
-              coalesce((SELECT array_agg(a.id::text) FROM unnest($1::uuid[]) AS a(id)
-                         WHERE $2::timestamptz IS NOT NULL AND EXISTS (
-                           SELECT 1 FROM usage_events e WHERE e.account_id = a.id AND e.recorded_at > $2::timestamptz
-                              AND e.time > $2::timestamptz - interval '1 day')), '{}') AS dirty`,
-      [accounts, this.#since ?? null],
-      { name: 'meter_budget_poll' },
-    );
-    const now = this.#now();
-    let all = now - this.#lastSweep >= this.opts.sweepMs;
-    if (row!.version !== this.#version) {
-      this.book.replace(await loadAllDefinitions(this.db));
-      this.#version = row!.version;
-      for (const id of this.states.keys()) if (!this.book.get(id)) this.states.delete(id);
-      // A changed budget may have had levels re-armed: its fired levels are read again.
-      this.#refired = new Set(this.states.keys());
-      all = true;
-    }
-    this.#since = row!.now;
-    const dirty = new Set(row!.dirty);
-    for (const def of this.book.all()) {
-      const state = this.states.get(def.id);
-      // A new window starts from its own spend and no level fired, at once.
-      const rolled = !state || now >= state.window.end || now < state.window.start;
-      if (all || rolled || dirty.has(def.accountId)) await this.evaluate(def, now);
-    }
-    if (all) this.#lastSweep = now;
-    if (now - this.#lastTrim > 3_600_000) {
-      this.#lastTrim = now;
-      await this.trim();
-    }
-    this.#writes = writes;
+  /** The pulse's share: definitions if they changed, then what may have moved. */
+  pulse(p: Pulse): Promise<void> {
+    return this.#serial.run(async () => {
+      const now = this.#now();
+      if (p.changed) {
+        this.book.replace(await loadAllDefinitions(this.db));
+        for (const id of this.states.keys()) if (!this.book.get(id)) this.states.delete(id);
+        // A changed budget may have had levels re-armed: its fired levels are read again.
+        this.#refired = new Set(this.states.keys());
+      }
+      const served = p.changed ? this.#served() : undefined;
+      for (const def of this.book.all()) {
+        const state = this.states.get(def.id);
+        // A new window starts from its own spend and no level fired, at once.
+        const rolled = state !== undefined && (now >= state.window.end || now < state.window.start);
+        const wanted = served
+          ? served.has(def.accountId) || (def.action === 'shadow' && !state)
+          : p.dirty.has(def.accountId);
+        if (rolled || wanted) await this.evaluate(def, now);
+      }
+    });
+  }
+
+  /** Every served account's budgets re-read; buckets past the longest window trimmed hourly. */
+  sweep(): Promise<void> {
+    return this.#serial.run(async () => {
+      const now = this.#now();
+      const served = this.#served();
+      for (const def of this.book.all()) if (served.has(def.accountId)) await this.evaluate(def, now);
+      if (now - this.#lastTrim > 3_600_000) {
+        this.#lastTrim = now;
+        await this.trim();
+      }
+    });
+  }
+
+  /** The served accounts, or every budget's account where the monitor stands alone (tests). */
+  #served(): Set<string> {
+    return new Set(this.opts.served ? this.opts.served() : this.book.all().map((d) => d.accountId));
   }
 
   /** Re-reads one budget's spend and fires the levels it has reached, lowest first. */

@@ -2,18 +2,48 @@ import type { Logger } from '../log.js';
 import type { Component } from '../component.js';
 import { PeriodicTask } from '../periodic.js';
 import type { Db, Queryable } from '../store/types.js';
+import { ServedAccounts } from './served.js';
+
+/** What one pulse found. */
+export interface Pulse {
+  /** The change counter moved since the last pulse (always so on the first). */
+  changed: boolean;
+  /** Served accounts that had events written (by any sidecar) since the last pulse. */
+  dirty: ReadonlySet<string>;
+  /** Alert deliveries are due. */
+  alertsDue: boolean;
+}
+
+/** Seconds of overlap between pulses: an event's recorded_at is taken before its commit. */
+const RECENT_MARGIN_S = 5;
+
+const PULSE = `SELECT (SELECT version::text FROM meter_changes WHERE id = 1) AS version,
+       (now() - make_interval(secs => ${RECENT_MARGIN_S}))::text AS since,
+       coalesce((SELECT array_agg(a.id::text) FROM unnest($1::uuid[]) AS a(id)
+                  WHERE $2::timestamptz IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM usage_events e WHERE e.account_id = a.id AND e.recorded_at > $2::timestamptz
+                       AND e.time > $2::timestamptz - interval '1 day')), '{}') AS dirty,
+       EXISTS (SELECT 1 FROM alert_deliveries WHERE status = 'pending' AND next_attempt_at <= now()) AS alerts_due`;
 
 /**
- * The fleet's change counter (sql/090_fleet.sql): plans, budgets and limit overrides bump it in
- * the transaction that changes them, so a sidecar reads one row each interval and reloads what
- * it keeps in memory only when that row moved. A reload that fails is tried again next time.
+ * The sidecar's one poll of the database, its pulse: one statement every interval answers
+ * whether anything it keeps in memory changed, which of the accounts it serves had events
+ * written since the last pulse, and whether alerts are due. The change counter
+ * (sql/090_fleet.sql) is bumped by plans, budgets, limit overrides, accounts and keys in the
+ * transaction that changes them. So an idle sidecar reads one row and probes nothing, and the
+ * cost of a busy one grows with the accounts it serves, not with the fleet's. What failed
+ * (a reload, a listener) is tried again at the next pulse, which then looks as far back.
  */
 export class ChangeWatcher implements Component {
   readonly name = 'changes';
+  /** Accounts this sidecar has served calls for lately (the daemon's metering touches them). */
+  readonly served = new ServedAccounts();
   readonly #reloads: ((db: Queryable) => Promise<void>)[] = [];
   readonly #unchanged: (() => void)[] = [];
+  readonly #listeners: ((pulse: Pulse) => Promise<void>)[] = [];
   readonly #task: PeriodicTask;
   #seen: string | undefined;
+  #since: string | null = null;
 
   constructor(
     private readonly db: Db,
@@ -30,19 +60,37 @@ export class ChangeWatcher implements Component {
     if (unchanged) this.#unchanged.push(unchanged);
   }
 
+  /** `listener` hears every pulse, after the reloads. */
+  onPulse(listener: (pulse: Pulse) => Promise<void>): void {
+    this.#listeners.push(listener);
+  }
+
+  /** One pulse; true when the change counter had moved. */
   async check(): Promise<boolean> {
-    const [row] = await this.db.query<{ version: string }>('SELECT version FROM meter_changes WHERE id = 1', [], {
-      name: 'meter_changes_version',
-    });
+    const [row] = await this.db.query<{ version: string | null; since: string; dirty: string[]; alerts_due: boolean }>(
+      PULSE,
+      [this.served.list(), this.#since],
+      { name: 'meter_pulse' },
+    );
     const version = row?.version ?? '0';
-    if (version === this.#seen) {
-      for (const confirm of this.#unchanged) confirm();
-      return false;
-    }
+    const changed = version !== this.#seen;
     // Read before reloading: a change committed meanwhile moves the counter again.
-    for (const reload of this.#reloads) await reload(this.db);
+    if (changed) for (const reload of this.#reloads) await reload(this.db);
+    else for (const confirm of this.#unchanged) confirm();
+    const pulse: Pulse = { changed, dirty: new Set(row?.dirty ?? []), alertsDue: row?.alerts_due ?? false };
+    let failed: unknown;
+    for (const listener of this.#listeners) {
+      try {
+        await listener(pulse);
+      } catch (err) {
+        failed ??= err;
+      }
+    }
+    if (failed) throw failed;
+    // Only a pulse every listener heard moves on: a failed one's change and events come again.
     this.#seen = version;
-    return true;
+    this.#since = row?.since ?? null;
+    return changed;
   }
 
   async start(): Promise<void> {

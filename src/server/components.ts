@@ -32,14 +32,17 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(metering.component);
   // OpenTelemetry export, only when an OTLP endpoint is set (its SDK is not even loaded otherwise).
   await start(await otelComponent(ctx, metering.metering));
-  // Plans, budgets and limit overrides are re-read when the fleet's change counter moves.
+  // The pulse: plans, budgets, limit overrides and keys are re-read when the fleet's change
+  // counter moves; budgets' spend when served accounts had events written; alerts when due.
   const changes = new ChangeWatcher(ctx.store, ctx.logger.child({ component: 'changes' }), ctx.config.keyRefreshMs);
   const plans = createPlans(ctx, changes);
   await start(plans.component);
+  // The accounts this sidecar serves: the pulse probes only theirs for new events.
+  metering.observe((event) => changes.served.touch(event.accountId));
   // The account budget's alert levels (the monthly budget of `meter budget set`).
-  const budget = await start(createBudgetMonitor(ctx));
+  const budget = await start(createBudgetMonitor(ctx, changes));
   // Every budget (any scope, window and zone): spend and alerts; shadow budgets' would-be refusals.
-  const budgets = await start(createScopedMonitor(ctx));
+  const budgets = await start(createScopedMonitor(ctx, changes));
   const shadows = createShadowGate(ctx, budgets, metering);
   // The fleet's limits (rate limits, quota, block budgets) as leases; it stops after the proxy,
   // so every slice goes back once the calls in flight have ended.
@@ -64,7 +67,7 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(await analyticsComponent(ctx));
   // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
   await start(aggregateRefresher(ctx));
-  await start(createAlertDeliverer(ctx));
+  await start(createAlertDeliverer(ctx, {}, changes));
   // Reconciliation against the providers' own reports, daily, when an admin key is set.
   await start(reconcileJob(ctx));
   return { metering, plans, budget, budgets, shadows, fleet };

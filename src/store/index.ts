@@ -14,7 +14,8 @@ export type Store = Db & {
   setAdmin?(address: AdminAddress): void;
 };
 
-export type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'store' | 'dbPoolMax'>>;
+export type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> &
+  Partial<Pick<Config, 'store' | 'dbPoolMax' | 'dbIdleMs'>>;
 
 /** PostgreSQL (plain or TimescaleDB mode, chosen from the database) when DATABASE_URL is set,
  *  else the embedded store in METER_DATA_DIR. Pending migrations are applied before the store
@@ -22,7 +23,10 @@ export type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick
 export async function openStore(config: StoreConfig, logger?: Logger): Promise<Store> {
   // pg is loaded only for PostgreSQL (the embedded store starts without it).
   let db: Store = config.databaseUrl
-    ? (await import('./postgres.js')).openPostgres(config.databaseUrl, { max: config.dbPoolMax })
+    ? (await import('./postgres.js')).openPostgres(config.databaseUrl, {
+        max: config.dbPoolMax,
+        idleMs: config.dbIdleMs,
+      })
     : await openEmbedded(config.dataDir);
   try {
     if (db.kind === 'postgres') {

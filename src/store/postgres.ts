@@ -23,13 +23,18 @@ async function forgetOwnStatements(c: pg.ClientBase): Promise<void> {
 }
 
 /** PostgreSQL through a pg Pool (also the base of TimescaleDB mode). */
-export function openPostgres(connectionString: string, opts: { max?: number; applicationName?: string } = {}): Db {
+export function openPostgres(
+  connectionString: string,
+  opts: { max?: number; idleMs?: number; applicationName?: string } = {},
+): Db {
   const pool = new pg.Pool({
     connectionString,
     max: opts.max ?? 10,
     application_name: opts.applicationName ?? 'meter',
     connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
+    // The daemon closes a connection unused for METER_DB_IDLE_MS (1 s): an idle sidecar, whose
+    // only statement is its pulse every 2 s, then holds none most of the time (docs/fleet.md).
+    idleTimeoutMillis: opts.idleMs ?? 30_000,
     types,
     // No JIT for this service's statements: they are short (index lookups, rollup reads, batch
     // inserts), and once the event batch's estimate passes jit_above_cost LLVM spends up to a

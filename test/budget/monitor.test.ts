@@ -13,7 +13,7 @@ describeEachBackend('budget monitor', (backend) => {
   const clock = () => now;
   let acct: string;
   let rx: HttpReceiver;
-  const monitor = () => new BudgetMonitor(db, silentLogger, { intervalMs: 50, now: clock });
+  const monitor = () => new BudgetMonitor(db, silentLogger, { sweepMs: 50, now: clock });
   const deliverAll = async () => {
     const d = new AlertDeliverer(db, silentLogger, { ...DEFAULT_DELIVERER_OPTIONS, pollMs: 25 });
     await d.deliverDue();

@@ -9,6 +9,7 @@ import { createAlertDeliverer } from '../../src/alerts/index.js';
 import { createBudget, updateBudget } from '../../src/budget/budgets-admin.js';
 import { createScopedMonitor } from '../../src/budget/index.js';
 import { ScopedBudgetMonitor } from '../../src/budget/scoped-monitor.js';
+import { ChangeWatcher } from '../../src/fleet/changes.js';
 import { parseScope } from '../../src/budget/scope.js';
 import type { Compose } from '../../src/component.js';
 import { loadConfig } from '../../src/config.js';
@@ -30,9 +31,13 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
       METER_FLUSH_INTERVAL_MS: '20',
       METER_DATA_DIR: tempDir(),
     });
+    // The daemon's pulse, fast, with the account served (its events are seeded below).
     const factories: Compose = async (ctx, start) => {
-      await start(createScopedMonitor(ctx));
-      await start(createAlertDeliverer(ctx, { pollMs: 20 }));
+      const changes = new ChangeWatcher(ctx.store, silentLogger, 50);
+      changes.served.touch(acct);
+      await start(createScopedMonitor(ctx, changes));
+      await start(createAlertDeliverer(ctx, { pollMs: 20 }, changes));
+      await start(changes);
     };
     const db = openPostgres(databaseUrl);
     atFileEnd(() => db.close());
@@ -112,8 +117,10 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
       makeEvent({ accountId: acct, time: '2026-11-02T05:00:00.000Z', cost: '0.6' }), // 2 November
     ]);
     let now = Date.parse('2026-11-01T12:00:00Z');
-    const monitor = new ScopedBudgetMonitor(db, silentLogger, { pollMs: 1000, sweepMs: 30_000, now: () => now });
-    await monitor.poll();
+    const monitor = new ScopedBudgetMonitor(db, silentLogger, { sweepMs: 30_000, now: () => now });
+    // The pulses the daemon would hear: after a change (budget updated), and with nothing new.
+    const pulse = (changed: boolean) => monitor.pulse({ changed, dirty: new Set(), alertsDue: false });
+    await pulse(true);
     expect(monitor.states.get(budget.id)?.spendUnits).toBe(50_000_001n);
     const firstEvent = async () =>
       (await db.query<{ event_id: string }>('SELECT event_id FROM budget_levels_fired'))[0]?.event_id;
@@ -121,16 +128,16 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
     expect(first).toBeDefined();
     // Raised, the level re-arms (25% now); lowered back, it fires again in the same window.
     await updateBudget(db, budget.id, { amount: '2' }, now);
-    await monitor.poll();
+    await pulse(true);
     expect(await firstEvent()).toBeUndefined();
     await updateBudget(db, budget.id, { amount: '1' }, now);
-    await monitor.poll();
+    await pulse(true);
     expect(await firstEvent()).not.toBe(first);
     expect(await firstEvent()).toBeDefined();
     now = Date.parse('2026-11-02T04:59:59Z');
-    await monitor.poll();
+    await pulse(false);
     now = Date.parse('2026-11-02T05:00:00Z');
-    await monitor.poll();
+    await pulse(false);
     expect(monitor.states.get(budget.id)?.spendUnits).toBe(60_000_000n);
     const fired = await db.query<{ window_start: Date; level: number; spend: string }>(
       'SELECT window_start, level::int AS level, spend::text AS spend FROM budget_levels_fired ORDER BY window_start',

@@ -25,7 +25,7 @@ describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one Postgr
     });
     // The daemon's own two components, with a fast outbox poll; nothing else is needed here.
     const factories: Compose = async (ctx, start) => {
-      await start(createBudgetMonitor(ctx));
+      await start(createBudgetMonitor(ctx, undefined, { sweepMs: 20 }));
       await start(createAlertDeliverer(ctx, { pollMs: 20 }));
     };
     const daemons: Daemon[] = [];
@@ -84,8 +84,8 @@ describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one Postgr
       await addWebhook(one, acct, 'http://127.0.0.1:9/never-called');
       await seedSpend(one, acct, today(), '13');
       const [x, y] = await Promise.all([
-        new BudgetMonitor(one, silentLogger, { intervalMs: 50 }).refresh(),
-        new BudgetMonitor(two, silentLogger, { intervalMs: 50 }).refresh(),
+        new BudgetMonitor(one, silentLogger, { sweepMs: 50 }).refresh(),
+        new BudgetMonitor(two, silentLogger, { sweepMs: 50 }).refresh(),
       ]);
       expect([...x, ...y].map((f) => f.level).sort((p, q) => p - q)).toEqual([50, 80, 100]);
       const queued = await one.query<{ n: number }>('SELECT count(*)::int AS n FROM alert_deliveries');

@@ -90,7 +90,7 @@ describeEachBackend('meter budget', (backend) => {
 
   it('a raised budget re-arms the fired levels above the new utilisation', async () => {
     await meter('budget', 'set', '--account', 'acme', '--monthly', '12');
-    await new BudgetMonitor(db, silentLogger, { intervalMs: 50 }).refresh(); // 102.88%: 50, 80, 100 fire
+    await new BudgetMonitor(db, silentLogger, { sweepMs: 50 }).refresh(); // 102.88%: 50, 80, 100 fire
     expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout).levels_fired).toEqual([
       50, 80, 100,
     ]);

@@ -59,7 +59,7 @@ describeEachBackend('re-reads of an idle daemon', (backend) => {
     const acct = await createAccount(db, 'idle');
     await setBudgetRow(db, acct, '10');
     let now = new Date();
-    const monitor = new BudgetMonitor(db, silentLogger, { intervalMs: 20, now: () => now });
+    const monitor = new BudgetMonitor(db, silentLogger, { sweepMs: 20, now: () => now });
     await monitor.start();
     stops.push(() => monitor.stop());
 

@@ -107,13 +107,13 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
     }
   });
 
-  it('the budget re-read of every flush interval and the change counter are named statements too', async () => {
+  it('the budget re-read and the pulse are named statements too', async () => {
     const url = await createTestDatabase();
     const db = openPostgres(url, { max: 1 });
     try {
       await migrate(db);
       const changes = new ChangeWatcher(db, silentLogger, 50);
-      const budgets = new BudgetMonitor(db, silentLogger, { intervalMs: 50 });
+      const budgets = new BudgetMonitor(db, silentLogger, { sweepMs: 50 });
       for (let i = 0; i < 3; i++) {
         await changes.check();
         await budgets.refresh();
@@ -123,7 +123,7 @@ describe.skipIf(!postgresUrl)('migrations on PostgreSQL', () => {
       );
       expect(prepared).toEqual([
         { name: 'meter_budget_states', calls: 3 },
-        { name: 'meter_changes_version', calls: 3 },
+        { name: 'meter_pulse', calls: 3 },
       ]);
     } finally {
       await db.close();
