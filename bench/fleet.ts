@@ -8,7 +8,10 @@
  * its connections (mean and peak of a sample every 250 ms). The daemons run with their defaults
  * (METER_DB_POOL_MAX 10, METER_DB_IDLE_MS 1 s, METER_KEY_REFRESH_MS 2 s).
  *
- *   npm run bench:fleet -- [--sidecars 100] [--accounts 10000] [--seconds 20] [--busy 10] [--rate 20]
+ *   npm run bench:fleet -- [--sidecars 100] [--accounts 10000] [--seconds 20] [--busy 10] [--rate 20] [--pooler-port P]
+ *
+ * --pooler-port: the sidecars connect through a pooler on this port of the same host (PgBouncer in
+ * session mode, docs/fleet.md) instead of straight to PostgreSQL.
  *
  * PostgreSQL: BENCH_DATABASE_URL, else METER_TEST_DATABASE_URL, else postgres://root@127.0.0.1:5432/test
  * (a database `meter_bench_fleet_…` is created next to it and dropped at the end). Run it on the
@@ -32,6 +35,7 @@ const ACCOUNTS = numberFlag('accounts', 10_000);
 const SECONDS = numberFlag('seconds', 20);
 const BUSY = numberFlag('busy', 10);
 const RATE = numberFlag('rate', 20);
+const POOLER_PORT = numberFlag('pooler-port', 0);
 
 const base =
   process.env.BENCH_DATABASE_URL ?? process.env.METER_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -80,7 +84,7 @@ try {
     const config = loadConfig({
       METER_PORT: '0',
       METER_DATA_DIR: `/tmp/${name}-${i}`,
-      DATABASE_URL: url,
+      DATABASE_URL: POOLER_PORT ? Object.assign(new URL(url), { port: String(POOLER_PORT) }).toString() : url,
       METER_UPSTREAM_OPENAI: `${origin}/v1`,
     });
     daemons.push(await startDaemon(config, pino({ level: 'silent' }), components));

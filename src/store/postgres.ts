@@ -10,16 +10,21 @@ const types = {
 };
 
 /**
- * A session pooler (or the TimescaleDB test engine) may hand a new connection a session that
- * still holds meter's named statements from an earlier one; pg, knowing none on its new
- * client, would PREPARE again and fail with 42P05. Meter's names (QueryOptions.name) all start
- * with `meter_`: drop those, and only those, before the connection is used.
+ * A new connection's setup, in one round trip (an idle sidecar reconnects at every pulse):
+ * - no JIT for this service's statements: they are short (index lookups, rollup reads, batch
+ *   inserts), and once the event batch's estimate passes jit_above_cost LLVM spends up to a
+ *   second compiling a statement that runs in milliseconds. Set here, not as a startup option,
+ *   which poolers such as PgBouncer refuse;
+ * - a session pooler (or the TimescaleDB test engine) may hand it a session that still holds
+ *   meter's named statements from an earlier one; pg, knowing none on its new client, would
+ *   PREPARE again and fail with 42P05. Meter's names (QueryOptions.name) all start with
+ *   `meter_`: those, and only those, are dropped before the connection is used.
  */
-async function forgetOwnStatements(c: pg.ClientBase): Promise<void> {
-  const { rows } = await c.query<{ name: string }>(
-    `SELECT name FROM pg_prepared_statements WHERE name LIKE 'meter\\_%'`,
-  );
-  for (const { name } of rows) await c.query(`DEALLOCATE ${c.escapeIdentifier(name)}`);
+async function setUpConnection(c: pg.ClientBase): Promise<void> {
+  const results = (await c.query(
+    `SET jit = off; SELECT name FROM pg_prepared_statements WHERE name LIKE 'meter\\_%'`,
+  )) as unknown as pg.QueryResult<{ name: string }>[];
+  for (const { name } of results[1]!.rows) await c.query(`DEALLOCATE ${c.escapeIdentifier(name)}`);
 }
 
 /** PostgreSQL through a pg Pool (also the base of TimescaleDB mode). */
@@ -36,14 +41,7 @@ export function openPostgres(
     // only statement is its pulse every 2 s, then holds none most of the time (docs/fleet.md).
     idleTimeoutMillis: opts.idleMs ?? 30_000,
     types,
-    // No JIT for this service's statements: they are short (index lookups, rollup reads, batch
-    // inserts), and once the event batch's estimate passes jit_above_cost LLVM spends up to a
-    // second compiling a statement that runs in milliseconds. Set on each new connection
-    // before it is handed out (a startup option would be refused by poolers such as PgBouncer).
-    onConnect: async (c: pg.ClientBase) => {
-      await c.query('SET jit = off');
-      await forgetOwnStatements(c);
-    },
+    onConnect: setUpConnection,
   });
   // An idle client losing its server must not crash the daemon; the next query reconnects.
   pool.on('error', () => {});
