@@ -4,12 +4,12 @@
  * every sidecar, the primary key of budget_levels_fired deciding, and the deliveries are queued
  * by the same statement, so a sidecar that loses the race queues nothing.
  */
-import type { BudgetRef } from '../alerts/alert.js';
+import type { BudgetRef, TopModel, TopTag } from '../alerts/alert.js';
 import { isoInZone } from '../calendar.js';
 import type { Queryable } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
 import type { BudgetDef } from './definitions.js';
-import type { SpendWindow } from './spend.js';
+import { topQueries, type SpendWindow } from './spend.js';
 
 export function budgetRef(def: BudgetDef, w: SpendWindow): BudgetRef {
   return {
@@ -37,7 +37,12 @@ export async function fireBudgetLevel(
   spend: string,
   now: Date,
 ): Promise<{ fired: boolean; queued: number; eventId: string }> {
-  // The payload's top models and tags: the account's, over the UTC days the window touches.
+  // The payload's top models and tags: those of the budget's scope over its window.
+  const q = topQueries(def.accountId, def.scope, w);
+  const top = {
+    models: await db.query<TopModel>(q.models.sql, q.models.params),
+    tags: await db.query<TopTag>(q.tags.sql, q.tags.params),
+  };
   const alert = await composeAlert(db, {
     type: 'budget.threshold',
     accountId: def.accountId,
@@ -52,6 +57,7 @@ export async function fireBudgetLevel(
     budget: def.amount,
     createdAt: now,
     budgetRef: budgetRef(def, w),
+    top,
   });
   const [row] = await db.query<{ fired: number; queued: number }>(
     `WITH fired AS (

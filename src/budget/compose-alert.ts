@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { BudgetAlert, BudgetRef } from '../alerts/alert.js';
+import type { BudgetAlert, BudgetRef, TopModel, TopTag } from '../alerts/alert.js';
 import type { Queryable } from '../store/types.js';
 import { normaliseUsd, toUnits, utilizationPct } from '../money.js';
 import type { MonthWindow } from '../calendar.js';
@@ -17,11 +17,16 @@ export interface AlertFacts {
   createdAt: Date;
   /** The budget the alert is about (every budget.threshold alert names it). */
   budgetRef?: BudgetRef;
+  /** Its top models and tags, read for its scope and window; else the account's month's. */
+  top?: { models: TopModel[]; tags: TopTag[] };
 }
 
-/** The alert a channel receives: the figures plus the month's top models and tags. */
+/** The alert a channel receives: the figures plus the top models and tags. */
 export async function composeAlert(db: Queryable, f: AlertFacts): Promise<BudgetAlert> {
-  const [models, tags] = [await topModels(db, f.accountId, f.window), await topTags(db, f.accountId, f.window)];
+  const { models, tags } = f.top ?? {
+    models: await topModels(db, f.accountId, f.window),
+    tags: await topTags(db, f.accountId, f.window),
+  };
   return {
     id: randomUUID(),
     type: f.type,

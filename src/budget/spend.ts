@@ -86,3 +86,64 @@ export function spendQuery(accountId: string, scope: Scope, w: SpendWindow): Spe
     params,
   };
 }
+
+/**
+ * What a budget's spend over `w` was made of, for its alerts: its five costliest models and tag
+ * values within the scope. Rollups where they hold the scope's columns (models of every scope
+ * but a tag, tags of the account scope), the raw events of the window otherwise; run only when
+ * a level fires.
+ */
+export function topQueries(
+  accountId: string,
+  scope: Scope,
+  w: SpendWindow,
+): { models: SpendStatement; tags: SpendStatement } {
+  const from = Math.ceil(w.start / QUARTER_HOUR) * QUARTER_HOUR;
+  const to = Math.max(from, Math.floor(w.end / QUARTER_HOUR) * QUARTER_HOUR);
+  // $1 account, $2 $3 the window, then the scope's value and key, then the whole buckets.
+  const scoped: unknown[] = [accountId, iso(w.start), iso(w.end)];
+  if (scope.kind !== 'account') scoped.push(scope.value);
+  if (scope.kind === 'tag') scoped.push(scope.key);
+  const b = scoped.length;
+  const rolled = [...scoped, iso(from), iso(to)];
+  const raw = scope.kind === 'tag' ? 'tags ->> $5::text = $4::text' : scopeFilter(scope, true, '$4::text');
+  const window = `account_id = $1::uuid AND time >= $2::timestamptz AND time < $3::timestamptz AND ${raw}`;
+  const buckets = `account_id = $1::uuid AND bucket >= $${b + 1}::timestamptz AND bucket < $${b + 2}::timestamptz`;
+  const edges = `account_id = $1::uuid AND ((time >= $2::timestamptz AND time < $${b + 1}::timestamptz)
+                 OR (time >= $${b + 2}::timestamptz AND time < $3::timestamptz)) AND ${raw}`;
+  const top = (rows: string, group: string) =>
+    `SELECT ${group}, sum(spend)::text AS spend, sum(requests)::text AS requests FROM (${rows}) r
+      GROUP BY ${group} ORDER BY sum(spend) DESC, ${group} LIMIT 5`;
+  const eventTags = `SELECT t.key, t.value, e.cost AS spend, 1 AS requests FROM usage_events e
+      CROSS JOIN LATERAL jsonb_each_text(e.tags) AS t(key, value)`;
+  const models: SpendStatement =
+    scope.kind === 'tag'
+      ? {
+          sql: top(
+            `SELECT provider, model, cost AS spend, 1 AS requests FROM usage_events WHERE ${window}`,
+            'provider, model',
+          ),
+          params: scoped,
+        }
+      : {
+          sql: top(
+            `SELECT provider, model, spend, requests FROM usage_quarter_hour
+              WHERE ${buckets} AND ${scopeFilter(scope, false, '$4::text')}
+             UNION ALL SELECT provider, model, cost, 1 FROM usage_events WHERE ${edges}`,
+            'provider, model',
+          ),
+          params: rolled,
+        };
+  const tags: SpendStatement =
+    scope.kind === 'account'
+      ? {
+          sql: top(
+            `SELECT tag_key AS key, tag_value AS value, spend, requests FROM usage_tag_quarter_hour WHERE ${buckets}
+             UNION ALL ${eventTags} WHERE ${edges}`,
+            'key, value',
+          ),
+          params: rolled,
+        }
+      : { sql: top(`${eventTags} WHERE ${window}`, 'key, value'), params: scoped };
+  return { models, tags };
+}

@@ -60,12 +60,12 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
         await startDaemon(config, silentLogger, factories),
         await startDaemon(config, silentLogger, factories),
       );
-      // Spend of the tag grows while both daemons race to notice; untagged calls do not count.
+      // Spend of the tag grows while both daemons race to notice; another team's calls do not count.
       for (const cost of ['0.3', '0.2', '0.3', '0.45']) {
         const time = new Date().toISOString();
         await seedEvents(db, [
           makeEvent({ accountId: acct, time, cost, tags: { team: 'search' } }),
-          makeEvent({ accountId: acct, time, cost: '5' }),
+          makeEvent({ accountId: acct, time, cost: '5', model: 'gpt-4o', tags: { team: 'ads' } }),
         ]);
         await new Promise((r) => setTimeout(r, 60));
       }
@@ -88,6 +88,9 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
         utilization_pct: 125,
       });
       expect(String(body.window_start)).toMatch(/T00:00:00\+05:45$/);
+      // What the budget's spend was made of: its own scope and window, not the whole account's.
+      expect(body.top_models).toEqual([{ provider: 'openai', model: 'gpt-4o-mini', spend: 1.25, requests: 4 }]);
+      expect(body.top_tags).toEqual([{ key: 'team', value: 'search', spend: 1.25, requests: 4 }]);
       const fired = await db.query<{ level: number }>(
         'SELECT level::int AS level FROM budget_levels_fired WHERE budget_id = $1 ORDER BY level',
         [budget.id],

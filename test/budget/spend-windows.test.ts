@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, expect, it } from 'vitest';
 import { windowBounds, type WindowKind } from '../../src/calendar.js';
-import { spendQuery } from '../../src/budget/spend.js';
+import { spendQuery, topQueries } from '../../src/budget/spend.js';
 import { listEvents } from '../../src/analytics/events-query.js';
 import { eventsParams, parseParams } from '../../src/analytics/params.js';
 import { modelMatches, parseScope, type Scope } from '../../src/budget/scope.js';
@@ -110,6 +110,52 @@ describeEachBackend(
               checked++;
             }
       expect(checked).toBeGreaterThan(100);
+    }, 120_000);
+
+    it('the top models and tags of an alert are those of the scope and window, as the raw events say', async () => {
+      const top = (rows: Map<string, { spend: bigint; requests: number }>) =>
+        [...rows]
+          .sort((a, b) => (a[1].spend === b[1].spend ? (a[0] < b[0] ? -1 : 1) : a[1].spend > b[1].spend ? -1 : 1))
+          .slice(0, 5)
+          .map(([k, v]) => [k, formatUnits(v.spend), v.requests]);
+      const add = (m: Map<string, { spend: bigint; requests: number }>, k: string, e: UsageEvent) => {
+        const r = m.get(k) ?? { spend: 0n, requests: 0 };
+        m.set(k, { spend: r.spend + toUnits(e.cost), requests: r.requests + 1 });
+      };
+      let checked = 0;
+      for (const zone of ZONES)
+        for (const kind of KINDS)
+          for (const scope of SCOPES) {
+            const w = windowBounds(kind, Date.parse(INSTANTS[1]!), 0, zone);
+            const models = new Map<string, { spend: bigint; requests: number }>();
+            const tags = new Map<string, { spend: bigint; requests: number }>();
+            for (const e of events) {
+              if (Date.parse(e.time) < w.start || Date.parse(e.time) >= w.end || !covers(scope, e)) continue;
+              add(models, `${e.provider}/${e.model}`, e);
+              for (const [k, v] of Object.entries(e.tags)) add(tags, `${k}=${v}`, e);
+            }
+            const q = topQueries(accountId, scope, w);
+            const gotModels = await db.query<{ provider: string; model: string; spend: string; requests: string }>(
+              q.models.sql,
+              q.models.params,
+            );
+            const gotTags = await db.query<{ key: string; value: string; spend: string; requests: string }>(
+              q.tags.sql,
+              q.tags.params,
+            );
+            const where = { zone, kind, scope: `${scope.kind}:${scope.value}` };
+            expect({
+              ...where,
+              models: gotModels.map((r) => [
+                `${r.provider}/${r.model}`,
+                formatUnits(toUnits(r.spend)),
+                Number(r.requests),
+              ]),
+              tags: gotTags.map((r) => [`${r.key}=${r.value}`, formatUnits(toUnits(r.spend)), Number(r.requests)]),
+            }).toEqual({ ...where, models: top(models), tags: top(tags) });
+            checked++;
+          }
+      expect(checked).toBe(ZONES.length * KINDS.length * SCOPES.length);
     }, 120_000);
 
     it('a shadow refusal is flagged on its event, through the tag table too (TimescaleDB)', async () => {
