@@ -203,7 +203,9 @@ export function createProxyHandler(deps: ProxyDeps) {
       call.headers = a.headers;
       // Shadow budgets this call would have met refused: flagged on its event.
       if (a.wouldBlock) start.wouldBlock = a.wouldBlock;
-      if (admitter?.release) call.release = () => admitter.release!(id);
+      // Bound, not a closure: a closure here would keep this whole function's scope (request,
+      // response, body) alive as long as the call's meter holds it, past many scavenges.
+      if (admitter?.release) call.release = admitter.release.bind(admitter, id);
       return true;
     };
     if (!admitter?.needsBody?.(principal)) {
