@@ -78,9 +78,11 @@ export class ScopedBudgetMonitor implements Component {
     this.#ledger = ledger;
   }
 
-  /** Definitions and a first read before the daemon serves; the sweep after one pause. */
+  /** The sweep after one pause. Definitions and a first read come before the daemon serves: in
+   *  the daemon (`served` given) from the pulse's first beat, which starts before the proxy;
+   *  standing alone, from a pulse of its own here. */
   async start(): Promise<void> {
-    await this.pulse({ changed: true, dirty: new Set(), alertsDue: false });
+    if (!this.opts.served) await this.pulse({ changed: true, dirty: new Set(), alertsDue: false });
     void this.#task.start('after-pause');
   }
 

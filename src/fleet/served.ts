@@ -16,10 +16,6 @@ export class ServedAccounts {
     this.#lastSeen.set(accountId, this.now());
   }
 
-  has(accountId: string): boolean {
-    return this.#lastSeen.has(accountId);
-  }
-
   /** The accounts served within keepMs (older ones are forgotten here). */
   list(): string[] {
     const cutoff = this.now() - this.keepMs;
