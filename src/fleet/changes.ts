@@ -31,8 +31,10 @@ const PULSE = `SELECT (SELECT version::text FROM meter_changes WHERE id = 1) AS 
  * written since the last pulse, and whether alerts are due. The change counter
  * (sql/090_fleet.sql) is bumped by plans, budgets, limit overrides, accounts and keys in the
  * transaction that changes them. So an idle sidecar reads one row and probes nothing, and the
- * cost of a busy one grows with the accounts it serves, not with the fleet's. What failed
- * (a reload, a listener) is tried again at the next pulse, which then looks as far back.
+ * cost of a busy one grows with the accounts it serves, not with the fleet's. A reload that
+ * failed is tried again at the next pulse, which then looks as far back. A listener that failed
+ * hears, at the next pulse, what it missed merged into what is new, while the others move on:
+ * one listener failing for good does not make every later pulse re-read the whole fleet.
  */
 export class ChangeWatcher implements Component {
   readonly name = 'changes';
@@ -40,7 +42,8 @@ export class ChangeWatcher implements Component {
   readonly served = new ServedAccounts();
   readonly #reloads: ((db: Queryable) => Promise<void>)[] = [];
   readonly #unchanged: (() => void)[] = [];
-  readonly #listeners: ((pulse: Pulse) => Promise<void>)[] = [];
+  /** Each listener, and the pulses it failed to hear, merged (heard with the next one). */
+  readonly #listeners: { hear: (pulse: Pulse) => Promise<void>; missed: Pulse | undefined }[] = [];
   readonly #task: PeriodicTask;
   #seen: string | undefined;
   #since: string | null = null;
@@ -62,7 +65,7 @@ export class ChangeWatcher implements Component {
 
   /** `listener` hears every pulse, after the reloads. */
   onPulse(listener: (pulse: Pulse) => Promise<void>): void {
-    this.#listeners.push(listener);
+    this.#listeners.push({ hear: listener, missed: undefined });
   }
 
   /** One pulse; true when the change counter had moved. */
@@ -80,16 +83,18 @@ export class ChangeWatcher implements Component {
     const pulse: Pulse = { changed, dirty: new Set(row?.dirty ?? []), alertsDue: row?.alerts_due ?? false };
     let failed: unknown;
     for (const listener of this.#listeners) {
+      const heard = listener.missed ? merge(listener.missed, pulse) : pulse;
       try {
-        await listener(pulse);
+        await listener.hear(heard);
+        listener.missed = undefined;
       } catch (err) {
+        listener.missed = heard;
         failed ??= err;
       }
     }
-    if (failed) throw failed;
-    // Only a pulse every listener heard moves on: a failed one's change and events come again.
     this.#seen = version;
     this.#since = row?.since ?? null;
+    if (failed) throw failed;
     return changed;
   }
 
@@ -101,4 +106,13 @@ export class ChangeWatcher implements Component {
   stop(): Promise<void> {
     return this.#task.stop();
   }
+}
+
+/** What a listener missed and what is new, as one pulse. */
+function merge(missed: Pulse, next: Pulse): Pulse {
+  return {
+    changed: missed.changed || next.changed,
+    dirty: new Set([...missed.dirty, ...next.dirty]),
+    alertsDue: missed.alertsDue || next.alertsDue,
+  };
 }
