@@ -18,7 +18,6 @@
  * machine that runs PostgreSQL (the CPU is read from /proc).
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,6 +26,7 @@ import { loadConfig } from '../src/config.js';
 import { components } from '../src/server/components.js';
 import { startDaemon, type Daemon } from '../src/server/daemon.js';
 import { migrate } from '../src/store/migrate.js';
+import { postgresCpuMicros } from './processes.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { numberFlag } from './args.js';
 
@@ -140,7 +140,7 @@ async function measure(seconds: number): Promise<Phase> {
       )[0]!.n,
     );
   const c0 = await commits();
-  const cpu0 = postgresCpuSeconds();
+  const cpu0 = postgresCpuMicros() / 1e6;
   const t0 = Date.now();
   let peak = 0;
   let sum = 0;
@@ -158,30 +158,10 @@ async function measure(seconds: number): Promise<Phase> {
   const wall = (Date.now() - t0) / 1000;
   return {
     statementsPerSecond: ((await commits()) - c0) / wall,
-    dbCores: (postgresCpuSeconds() - cpu0) / wall,
+    dbCores: (postgresCpuMicros() / 1e6 - cpu0) / wall,
     meanConnections: sum / samples,
     peakConnections: peak,
   };
-}
-
-/** CPU seconds of every PostgreSQL process on this machine (user + system, from /proc), and of
- *  the backends that ended (the postmaster's reaped children: a sidecar's connection closed when
- *  idle takes its backend's CPU with it). */
-function postgresCpuSeconds(): number {
-  const hz = 100;
-  let ticks = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (!comm.startsWith('postgres')) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return ticks / hz;
 }
 
 function report(phase: string, p: Phase): void {

@@ -60,6 +60,34 @@ function statMicros(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
+/** CPU time of every PostgreSQL process on this machine so far, with the backends that ended
+ *  (the postmaster's reaped children: a connection closed when idle takes its backend's CPU
+ *  with it), in µs. 0 when PostgreSQL runs elsewhere. */
+export function postgresCpuMicros(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (!comm.startsWith('postgres')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime, and the reaped children's cutime, cstime (fields 14-17, 1-based), in ticks.
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return ticks * 10_000;
+}
+
+/** CPU time the whole machine spent so far (every core, every process; /proc/stat), in µs. */
+export function machineCpuMicros(): number {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).map(Number);
+  // user nice system idle iowait irq softirq steal …: all but idle and iowait.
+  const busy = ticks.slice(0, 8).reduce((a, b) => a + b, 0) - ticks[3]! - ticks[4]!;
+  return busy * 10_000;
+}
+
 export function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;

@@ -22,8 +22,9 @@
  * Prints, per round and as medians over the rounds, the latency each adds to a direct call
  * (JSON p50/p99 at concurrency 1, a stream's first byte), CPU per call and per stream (every
  * thread of the process, from /proc; and how much of it the process spends idle anyway, measured
- * for 5 s before the rounds), JSON calls and streams per second at concurrency 64 and RSS under
- * load, with meter's ratio to each floor; --soak-seconds keeps c=64 on the daemon and reports RSS
+ * for 5 s before the rounds), JSON calls and streams per second at concurrency 64 with the CPU
+ * per call of the process, of PostgreSQL (on this machine) and of the whole machine meanwhile,
+ * and RSS under load, with meter's ratio to each floor; --soak-seconds keeps c=64 on the daemon and reports RSS
  * every minute; then `meter start` on the embedded store to /readyz 200, on a new and an
  * existing data dir.
  */
@@ -98,8 +99,12 @@ async function round(targets: Target[], r: number, idle: Map<Name, number>): Pro
     idleCpu,
     rps: new Map([...rps].map(([n, x]) => [n, x.rps])),
     cpu64: new Map([...rps].map(([n, x]) => [n, x.cpu / x.calls])),
+    db64: new Map([...rps].map(([n, x]) => [n, x.dbCpu / x.calls])),
+    machine64: new Map([...rps].map(([n, x]) => [n, x.machineCpu / x.calls])),
     streamRps: new Map([...streamRps].map(([n, x]) => [n, x.rps])),
     streamCpu64: new Map([...streamRps].map(([n, x]) => [n, x.cpu / x.calls])),
+    streamDb64: new Map([...streamRps].map(([n, x]) => [n, x.dbCpu / x.calls])),
+    streamMachine64: new Map([...streamRps].map(([n, x]) => [n, x.machineCpu / x.calls])),
     rss,
   };
 }
@@ -108,7 +113,9 @@ async function round(targets: Target[], r: number, idle: Map<Name, number>): Pro
  *  rest of the machine puts on it drifts over all the targets alike: calls per second over
  *  each target's slices together, and its peak RSS. */
 async function sliced(targets: Target[], r: number, fn: Call) {
-  const out = new Map(targets.map((t) => [t.name, { calls: 0, seconds: 0, cpu: 0, peakRss: 0, rps: 0 }]));
+  const out = new Map(
+    targets.map((t) => [t.name, { calls: 0, seconds: 0, cpu: 0, dbCpu: 0, machineCpu: 0, peakRss: 0, rps: 0 }]),
+  );
   for (let s = 0; s < C64_SLICES; s++) {
     for (let j = 0; j < targets.length; j++) {
       const t = targets[(r + s + j) % targets.length]!;
@@ -117,6 +124,8 @@ async function sliced(targets: Target[], r: number, fn: Call) {
       o.calls += x.calls;
       o.seconds += x.seconds;
       o.cpu += x.cpu;
+      o.dbCpu += x.dbCpu;
+      o.machineCpu += x.machineCpu;
       o.peakRss = Math.max(o.peakRss, x.peakRss);
       o.rps = o.calls / o.seconds;
     }
@@ -263,7 +272,11 @@ async function main(): Promise<void> {
       `\nmeter proxy bench, ${ROUNDS} rounds (medians), meter on ${storeName}; node ${process.version}, mock provider on loopback\n`,
     );
     process.stdout.write(`${table(rounds, names, !DATABASE_URL)}\n`);
-    if (JSON_OUT) writeFileSync(JSON_OUT, JSON.stringify({ store: storeName, rows: summary(rounds, names) }, null, 1));
+    if (JSON_OUT)
+      writeFileSync(
+        JSON_OUT,
+        JSON.stringify({ store: storeName, rows: summary(rounds, names, !DATABASE_URL) }, null, 1),
+      );
 
     if (SOAK_SECONDS > 0) {
       log(`soak: concurrency 64 on meter for ${SOAK_SECONDS} s…`);

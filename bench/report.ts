@@ -13,8 +13,13 @@ export interface Round {
   idleCpu: Map<Name, number>;
   rps: Map<Name, number>;
   cpu64: Map<Name, number>;
+  /** PostgreSQL's CPU and the whole machine's per call at c=64 (every process, every core). */
+  db64: Map<Name, number>;
+  machine64: Map<Name, number>;
   streamRps: Map<Name, number>;
   streamCpu64: Map<Name, number>;
+  streamDb64: Map<Name, number>;
+  streamMachine64: Map<Name, number>;
   rss: Map<Name, number>;
 }
 
@@ -30,17 +35,29 @@ const HEAD: Record<Name, string> = {
 };
 
 /** The rows of DESIGN.md's targets, `target` against the floor that writes where there is one. */
-const ROWS: { label: string; pick: Pick; unit: 'ms' | 'µs' | 'rps' | 'MB'; target?: string; embedded?: string }[] = [
+/** `postgres`: a row only with meter on PostgreSQL (its CPU is read from /proc: 0 when remote). */
+const ROWS: {
+  label: string;
+  pick: Pick;
+  unit: 'ms' | 'µs' | 'rps' | 'MB';
+  target?: string;
+  embedded?: string;
+  postgres?: boolean;
+}[] = [
   { label: 'added p50, JSON, c=1', pick: (r) => r.c1p50, unit: 'ms', target: '≤ 1.3×' },
   { label: 'added p99, JSON, c=1', pick: (r) => r.c1p99, unit: 'ms', embedded: '≤ 2× bare' },
   { label: 'CPU per call, JSON, c=1', pick: (r) => r.cpu, unit: 'µs', target: '≤ 1.2×' },
   { label: 'req/s, JSON, c=64', pick: (r) => r.rps, unit: 'rps', target: '≥ 0.9×' },
   { label: 'CPU per call, JSON, c=64', pick: (r) => r.cpu64, unit: 'µs' },
+  { label: '… PostgreSQL CPU per call, JSON, c=64', pick: (r) => r.db64, unit: 'µs', postgres: true },
+  { label: '… machine CPU per call, JSON, c=64', pick: (r) => r.machine64, unit: 'µs' },
   { label: 'added first byte p50, stream, c=1', pick: (r) => r.fb50, unit: 'ms', target: '≤ 1.3×' },
   { label: 'added first byte p99, stream, c=1', pick: (r) => r.fb99, unit: 'ms' },
   { label: 'CPU per call, stream, c=1', pick: (r) => r.streamCpu, unit: 'µs', target: '≤ 1.2×' },
   { label: 'req/s, stream, c=64', pick: (r) => r.streamRps, unit: 'rps', target: '≥ 0.9×' },
   { label: 'CPU per call, stream, c=64', pick: (r) => r.streamCpu64, unit: 'µs' },
+  { label: '… PostgreSQL CPU per call, stream, c=64', pick: (r) => r.streamDb64, unit: 'µs', postgres: true },
+  { label: '… machine CPU per call, stream, c=64', pick: (r) => r.streamMachine64, unit: 'µs' },
   { label: '… CPU per call that is idle work', pick: (r) => r.idleCpu, unit: 'µs' },
   { label: 'peak RSS under load', pick: (r) => r.rss, unit: 'MB' },
 ];
@@ -54,11 +71,11 @@ const FORMAT = {
 
 /** Per row: each target's median over the rounds, and meter ÷ each floor (the median of the
  *  rounds' ratios: both sides of a ratio come from the same round). */
-export function summary(rounds: Round[], names: Name[]) {
+export function summary(rounds: Round[], names: Name[], embedded: boolean) {
   const med = (pick: Pick, n: Name) => median(rounds.map((r) => pick(r).get(n)!));
   const ratio = (pick: Pick, floor: Name) =>
     names.includes(floor) ? median(rounds.map((r) => pick(r).get('meter')! / pick(r).get(floor)!)) : undefined;
-  return ROWS.map((row) => ({
+  return ROWS.filter((row) => !(embedded && row.postgres)).map((row) => ({
     ...row,
     values: Object.fromEntries(names.map((n) => [n, med(row.pick, n)])) as Partial<Record<Name, number>>,
     vsWrites: ratio(row.pick, 'writes'),
@@ -72,7 +89,7 @@ export function table(rounds: Round[], names: Name[], embedded: boolean): string
   const cols = ['', ...proxies.map((n) => HEAD[n]), ...(withWrites ? ['meter ÷ floor'] : []), 'meter ÷ bare', 'target'];
   const out = [`| ${cols.join(' | ')} |`, `|${cols.map(() => '---').join('|')}|`];
   const x = (v: number | undefined) => (v === undefined ? '' : `${v.toFixed(2)}×`);
-  for (const row of summary(rounds, names)) {
+  for (const row of summary(rounds, names, embedded)) {
     const target = embedded ? (row.embedded ?? '') : (row.target ?? '');
     const ratios = row.unit === 'MB' ? ['', ''] : [x(row.vsWrites), x(row.vsPass)];
     out.push(
