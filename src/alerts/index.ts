@@ -11,8 +11,8 @@ const PULSED_POLL_MS = 60_000;
  *  (fleet/changes.ts) when deliveries are due. */
 export function createAlertDeliverer(
   ctx: DaemonContext,
-  opts: Partial<AlertDelivererOptions> = {},
   changes?: ChangeWatcher,
+  opts: Partial<AlertDelivererOptions> = {},
 ): AlertDeliverer {
   const deliverer = new AlertDeliverer(ctx.store, ctx.logger.child({ component: 'alerts' }), {
     ...DEFAULT_DELIVERER_OPTIONS,

@@ -14,6 +14,13 @@ export { ScopedBudgetMonitor } from './scoped-monitor.js';
 /** Both monitors re-read every served account's budgets this often whatever the pulses found. */
 const SWEEP_MS = 30_000;
 
+/** What both monitors take from the pulse: the sweep, and the accounts it serves (none given:
+ *  every account, as a monitor standing alone in tests). */
+const pulsed = (changes: ChangeWatcher | undefined) => ({
+  sweepMs: SWEEP_MS,
+  served: changes && (() => changes.served.list()),
+});
+
 /** The account budget's alert levels (monitor.ts): what the pulse says moved, and a sweep. Without
  *  a change watcher (tests), every account at every sweep. */
 export function createBudgetMonitor(
@@ -22,8 +29,7 @@ export function createBudgetMonitor(
   opts: Partial<BudgetMonitorOptions> = {},
 ): BudgetMonitor {
   const monitor = new BudgetMonitor(ctx.store, ctx.logger.child({ component: 'budget' }), {
-    sweepMs: SWEEP_MS,
-    served: changes && (() => changes.served.list()),
+    ...pulsed(changes),
     ...opts,
   });
   changes?.onPulse((p) => monitor.pulse(p));
@@ -37,8 +43,7 @@ export function createScopedMonitor(
   opts: Partial<ScopedMonitorOptions> = {},
 ): ScopedBudgetMonitor {
   const monitor = new ScopedBudgetMonitor(ctx.store, ctx.logger.child({ component: 'budgets' }), {
-    sweepMs: SWEEP_MS,
-    served: changes && (() => changes.served.list()),
+    ...pulsed(changes),
     ...opts,
   });
   changes?.onPulse((p) => monitor.pulse(p));

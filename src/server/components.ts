@@ -67,7 +67,7 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(await analyticsComponent(ctx));
   // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
   await start(aggregateRefresher(ctx));
-  await start(createAlertDeliverer(ctx, {}, changes));
+  await start(createAlertDeliverer(ctx, changes));
   // Reconciliation against the providers' own reports, daily, when an admin key is set.
   await start(reconcileJob(ctx));
   return { metering, plans, budget, budgets, shadows, fleet };

@@ -36,7 +36,7 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
       const changes = new ChangeWatcher(ctx.store, silentLogger, 50);
       changes.served.touch(acct);
       await start(createScopedMonitor(ctx, changes));
-      await start(createAlertDeliverer(ctx, { pollMs: 20 }, changes));
+      await start(createAlertDeliverer(ctx, changes, { pollMs: 20 }));
       await start(changes);
     };
     const db = openPostgres(databaseUrl);

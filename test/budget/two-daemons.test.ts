@@ -26,7 +26,7 @@ describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one Postgr
     // The daemon's own two components, with a fast outbox poll; nothing else is needed here.
     const factories: Compose = async (ctx, start) => {
       await start(createBudgetMonitor(ctx, undefined, { sweepMs: 20 }));
-      await start(createAlertDeliverer(ctx, { pollMs: 20 }));
+      await start(createAlertDeliverer(ctx, undefined, { pollMs: 20 }));
     };
     const daemons: Daemon[] = [];
     const db = openPostgres(databaseUrl);

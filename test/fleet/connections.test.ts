@@ -14,9 +14,9 @@ import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
-import { ensureBuilt, spawnDaemon, type RunningDaemon } from '../helpers/daemon.js';
+import { ensureBuilt, type RunningDaemon } from '../helpers/daemon.js';
 import { ACTUAL, answer, burst, post, WORST } from '../helpers/burst.js';
-import { eventually, sleep } from '../helpers/fleet.js';
+import { eventually, sleep, spawnSidecars } from '../helpers/fleet.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
 import { hasTool } from '../helpers/tools.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/upstreams.js';
@@ -155,22 +155,7 @@ describe.skipIf(!postgresUrl || !PGBOUNCER)('three sidecar processes through PgB
     const bouncer = await startPgBouncer(new URL(url));
     const throughBouncer = Object.assign(new URL(url), { port: String(bouncer.port) }).toString();
     upstream = await startFakeUpstream();
-    daemons = await Promise.all(
-      [0, 1, 2].map(async () => {
-        const d = await spawnDaemon('node', ['dist/cli/main.js', 'start'], {
-          DATABASE_URL: throughBouncer,
-          METER_PORT: '0',
-          METER_DATA_DIR: tempDirAtFileEnd(),
-          METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
-          METER_FLUSH_INTERVAL_MS: '100',
-          METER_KEY_REFRESH_MS: '300',
-          METER_DB_IDLE_MS: '200',
-          METER_LOG_LEVEL: 'warn',
-        });
-        atFileEnd(() => d.stop('SIGKILL'));
-        return d;
-      }),
-    );
+    daemons = await spawnSidecars(3, throughBouncer, upstream, { METER_DB_IDLE_MS: '200' });
   }, 90_000);
 
   it('the hard cap admits exactly the calls that fit, and every event is written once', async () => {

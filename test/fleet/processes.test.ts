@@ -8,9 +8,9 @@ import { formatUnits, toUnits } from '../../src/money.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
-import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
-import { ensureBuilt, spawnDaemon, type RunningDaemon } from '../helpers/daemon.js';
-import { eventually, sleep } from '../helpers/fleet.js';
+import { atFileEnd } from '../helpers/cleanup.js';
+import { ensureBuilt, type RunningDaemon } from '../helpers/daemon.js';
+import { eventually, sleep, spawnSidecars } from '../helpers/fleet.js';
 import { ACTUAL, answer, answerAfter, burst, post, WORST, WORST_TOKENS } from '../helpers/burst.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/upstreams.js';
@@ -83,23 +83,10 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
       action: 'block',
     });
     upstream = await startFakeUpstream();
-    daemons = await Promise.all(
-      Array.from({ length: SIDECARS }, async () => {
-        const d = await spawnDaemon('node', ['dist/cli/main.js', 'start'], {
-          DATABASE_URL: url,
-          METER_PORT: '0',
-          METER_DATA_DIR: tempDirAtFileEnd(),
-          METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
-          METER_FLUSH_INTERVAL_MS: '100',
-          METER_KEY_REFRESH_MS: '300',
-          METER_FLEET_LEASE_MS: String(LEASE_MS),
-          METER_FLEET_SYNC_MS: '250',
-          METER_LOG_LEVEL: 'warn',
-        });
-        atFileEnd(() => d.stop('SIGKILL'));
-        return d;
-      }),
-    );
+    daemons = await spawnSidecars(SIDECARS, url, upstream, {
+      METER_FLEET_LEASE_MS: String(LEASE_MS),
+      METER_FLEET_SYNC_MS: '250',
+    });
   }, 90_000);
 
   it('the hard cap: exactly the calls whose worst case fits are admitted, and spend ends under the cap', async () => {

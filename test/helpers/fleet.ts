@@ -10,6 +10,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import { atFileEnd, tempDirAtFileEnd } from './cleanup.js';
+import { spawnDaemon, type RunningDaemon } from './daemon.js';
 import { createTestDatabase } from './stores.js';
 import { startFakeUpstream, type FakeUpstream } from './upstreams.js';
 
@@ -34,6 +35,32 @@ export async function startFullDaemon(
   const daemon = await startDaemon(config, pino({ level: 'silent' }), components);
   atFileEnd(() => daemon.close());
   return daemon;
+}
+
+/** `n` sidecars as shipped: `meter start` processes from dist/ (build first) on one database,
+ *  their OpenAI upstream `upstream`; killed when the test file ends. */
+export function spawnSidecars(
+  n: number,
+  databaseUrl: string,
+  upstream: FakeUpstream,
+  env: Record<string, string> = {},
+): Promise<RunningDaemon[]> {
+  return Promise.all(
+    Array.from({ length: n }, async () => {
+      const d = await spawnDaemon('node', ['dist/cli/main.js', 'start'], {
+        DATABASE_URL: databaseUrl,
+        METER_PORT: '0',
+        METER_DATA_DIR: tempDirAtFileEnd(),
+        METER_UPSTREAM_OPENAI: `${upstream.origin}/v1`,
+        METER_FLUSH_INTERVAL_MS: '100',
+        METER_KEY_REFRESH_MS: '300',
+        METER_LOG_LEVEL: 'warn',
+        ...env,
+      });
+      atFileEnd(() => d.stop('SIGKILL'));
+      return d;
+    }),
+  );
 }
 
 /** The OpenAI SDK pointed at a daemon with a service key; no retries, so every refusal shows. */
