@@ -110,6 +110,18 @@ function slugEnd(url: string): number {
   return url.length;
 }
 
+/** Why a service key was refused. An SDK sends its provider key as `Authorization: Bearer sk-…`:
+ *  without X-Meter-Key that is where the service key is looked for, so say where each key goes. */
+function refusedKeyMessage(key: { token: string; viaMeterKey: boolean }): string {
+  if (key.viaMeterKey || key.token.startsWith('mk_'))
+    return 'invalid service key: unknown, revoked, expired or malformed';
+  return (
+    'no service key: Authorization carries something that is not a service key (mk_…) and no X-Meter-Key was sent. ' +
+    'Send the service key as X-Meter-Key: mk_…; the provider key stays where the SDK puts it (Authorization, ' +
+    'forwarded unchanged), or goes in X-Provider-Authorization when Authorization carries the service key'
+  );
+}
+
 /** `{METHOD} /proxy/{slug}/{path}?{query}` (CONTRACT §2): authenticate (before routing),
  *  route, read tags, then forward while the metering watches. */
 export function createProxyHandler(deps: ProxyDeps) {
@@ -272,7 +284,7 @@ export function createProxyHandler(deps: ProxyDeps) {
     if (!key)
       return unauthorized(res, slug, 'missing service key: send Authorization: Bearer mk_… or X-Meter-Key: mk_…');
     const found = deps.auth.authenticateToken(key.token);
-    const invalid = 'invalid service key: unknown, revoked, expired or malformed';
+    const invalid = refusedKeyMessage(key);
     if (found === undefined) return unauthorized(res, slug, invalid);
     const arrival: Arrival = { req, res, url, slugEnd: end, slug, viaMeterKey: key.viaMeterKey, arrivedAt };
     if (!(found instanceof Promise)) return forward(arrival, found);

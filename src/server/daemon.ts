@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { MeterError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { settlesWithin } from '../periodic.js';
+import { getProvider } from '../providers/index.js';
 import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
 import { DaemonMetrics } from '../metrics/registry.js';
 import { describeStore, type Store } from '../store/index.js';
@@ -20,6 +21,13 @@ export const DRAIN_LIMIT_MS = 30_000;
  *  must not hold the exit back past the orchestrator's grace period. */
 export const STOP_LIMIT_MS = 12_000;
 export const STORE_CLOSE_LIMIT_MS = 3_000;
+
+/** A 404 of the daemon's own: an SDK pointed at the daemon without `/proxy/<slug>` lands here. */
+function noRouteMessage(method: string, path: string): string {
+  const first = path.split('/')[1] ?? '';
+  const example = getProvider(first) ? `did you mean /proxy${path}?` : 'e.g. /proxy/openai/v1/chat/completions';
+  return `no route for ${method} ${path}: proxied paths start with /proxy/<slug>/ (${example})`;
+}
 
 export interface Daemon {
   url: string;
@@ -77,7 +85,7 @@ export async function startDaemon(
     if (url === '/metrics' || url.startsWith('/metrics?'))
       return handleMetricsOnProxyPort(req, res, metrics, logger, config.metricsPort);
     for (const [prefix, handler] of routes) if (url.startsWith(prefix)) return handler(req, res);
-    sendError(res, 404, 'not_found', `no route for ${req.method} ${url.split('?')[0]}`);
+    sendError(res, 404, 'not_found', noRouteMessage(req.method!, url.split('?')[0]!));
   };
 
   // Every connection, and the responses in progress on each: a draining shutdown closes the

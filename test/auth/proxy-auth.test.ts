@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKey, revokeKey } from '../../src/auth/keys.js';
 import { rawRequest } from '../helpers/http.js';
@@ -50,6 +51,25 @@ describe('service key on the proxy (401 invalid_api_key, provider never called)'
   it('comes before routing: an unknown slug without a key is 401, not 404', async () => {
     expect((await call({}, 'nosuch/v1/chat')).status).toBe(401);
     expect((await call({ authorization: `Bearer ${proxy.key}` }, 'nosuch/v1/chat')).status).toBe(404);
+  });
+
+  it('the OpenAI SDK with only its provider key hears where the service key goes', async () => {
+    const before = fake.requests.length;
+    const providerKey = 'sk-proj-newcomer-0123456789';
+    const openai = new OpenAI({ baseURL: `${proxy.url}/proxy/openai/v1`, apiKey: providerKey, maxRetries: 0 });
+    const err = await openai.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
+    const message = (err as InstanceType<typeof OpenAI.AuthenticationError>).message;
+    expect(message).toContain('no X-Meter-Key was sent');
+    expect(message).toContain('X-Meter-Key: mk_');
+    expect(message).toContain('X-Provider-Authorization');
+    expect(message).not.toContain(providerKey);
+    expect(fake.requests.length).toBe(before);
+    // A malformed service key in Authorization keeps the plain message.
+    const typo = JSON.parse((await call({ authorization: 'Bearer mk_123' })).body.toString());
+    expect(typo.error.message).toMatch(/^invalid service key/);
   });
 
   it('has Anthropic’s shape on /proxy/anthropic', async () => {

@@ -108,6 +108,21 @@ describe('forwarding', () => {
     expect(fake.requests.length).toBe(before);
   });
 
+  it('a path without /proxy/ is 404 not_found that says where proxied paths start', async () => {
+    const res = await rawRequest(`${proxy.url}/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: auth(),
+      body: '{}',
+    });
+    expect(res.status).toBe(404);
+    const { error } = JSON.parse(res.body.toString()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('not_found');
+    expect(error.message).toContain('proxied paths start with /proxy/<slug>/');
+    expect(error.message).toContain('did you mean /proxy/openai/v1/chat/completions?');
+    const other = JSON.parse((await rawRequest(`${proxy.url}/v1/chat/completions`)).body.toString());
+    expect(other.error.message).toContain('proxied paths start with /proxy/<slug>/ (e.g. /proxy/openai/');
+  });
+
   it('bad tags are 400 invalid_tags (Anthropic shape on /proxy/anthropic) and nothing is forwarded', async () => {
     const before = fake.requests.length;
     const res = await rawRequest(`${proxy.url}/proxy/openai/chat/completions`, {
