@@ -189,3 +189,6 @@ export function isoInZone(instant: number, zone: TimeZone): string {
   const sign = offset < 0 ? '-' : '+';
   return `${local}${sign}${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
 }
+
+/** A stored timestamp's text: `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */
+export const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');

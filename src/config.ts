@@ -2,7 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { PROVIDER_SLUGS, type ProviderSlug } from './providers/types.js';
-import { Secret } from './reconcile/secret.js';
+import { Secret } from './secret.js';
 import { MeterError } from './errors.js';
 
 /** Thrown for a bad setting; the message names the variable and what is allowed. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CHANNEL_KINDS } from '../alerts/alert.js';
 import { addChannel, listChannels, removeChannel, validateSecret, validateTarget } from '../alerts/channels-admin.js';
-import { sendTestAlerts } from '../alerts/test-send.js';
+import { sendTestAlerts } from '../budget/test-alert.js';
 import { createAccount, deleteAccount, listAccounts, setAccountPlan } from '../auth/accounts.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../auth/keys.js';
 import { clearBudget, setBudget, showBudget } from '../budget/admin.js';

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { MeterError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { sendError, sendJson } from '../server/errors.js';
+import { sendError, sendJson } from '../http.js';
 import type { AdminAddress } from '../store/lockfile.js';
 import type { Db } from '../store/types.js';
 import { streamAdminExport } from '../export/admin.js';

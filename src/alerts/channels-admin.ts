@@ -1,9 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { BudgetAdminError, unknownAccount } from '../budget/admin.js';
+import { requireAccount, unknownAccount } from '../auth/accounts.js';
+import { MeterError } from '../errors.js';
 import type { Queryable } from '../store/types.js';
 import type { ChannelKind } from './alert.js';
 
 /** What `meter alerts add|list|remove` does to the store; each write is one statement. */
+
+/** A bad channel or an unknown one: the CLI prints its message as is. */
+class AlertAdminError extends MeterError {
+  override name = 'AlertAdminError';
+}
 
 const EMAIL_RE =
   /^[^\s@<>(),;:"\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
@@ -14,7 +20,7 @@ export function validateTarget(kind: ChannelKind, value: string): string {
   const v = value.trim();
   if (kind === 'email') {
     if (!EMAIL_RE.test(v))
-      throw new BudgetAdminError(`--email "${v}" is not an e-mail address (expected name@example.com)`);
+      throw new AlertAdminError(`--email "${v}" is not an e-mail address (expected name@example.com)`);
     return v;
   }
   let url: URL | undefined;
@@ -24,14 +30,14 @@ export function validateTarget(kind: ChannelKind, value: string): string {
     /* reported below */
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    throw new BudgetAdminError(`--${kind} "${v}" is not a valid URL (expected an http:// or https:// address)`);
+    throw new AlertAdminError(`--${kind} "${v}" is not a valid URL (expected an http:// or https:// address)`);
   }
   return v;
 }
 
 export function validateSecret(secret: string): string {
   if (secret.length < MIN_SECRET || /\s/.test(secret)) {
-    throw new BudgetAdminError(`--secret must be at least ${MIN_SECRET} characters without spaces`);
+    throw new AlertAdminError(`--secret must be at least ${MIN_SECRET} characters without spaces`);
   }
   return secret;
 }
@@ -112,10 +118,7 @@ export async function listChannels(db: Queryable, account?: string): Promise<Cha
       ORDER BY a.name, c.created_at, c.id`,
     [account ?? null],
   );
-  if (rows.length === 0 && account !== undefined) {
-    const known = await db.query('SELECT 1 FROM accounts WHERE name = $1', [account]);
-    if (known.length === 0) throw unknownAccount(account);
-  }
+  if (rows.length === 0 && account !== undefined) await requireAccount(db, account);
   return rows.map((r) => ({
     id: r.id,
     account: r.account,
@@ -135,7 +138,7 @@ export async function removeChannel(db: Queryable, id: string): Promise<{ accoun
      SELECT a.name AS account, gone.kind FROM gone JOIN accounts a ON a.id = gone.account_id`,
     [id],
   );
-  if (!row) throw new BudgetAdminError(`no alert channel with id "${id}" (see \`meter alerts list\`)`);
+  if (!row) throw new AlertAdminError(`no alert channel with id "${id}" (see \`meter alerts list\`)`);
   return row;
 }
 

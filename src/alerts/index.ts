@@ -1,5 +1,5 @@
 import type { DaemonContext } from '../component.js';
-import type { ChangeWatcher } from '../fleet/changes.js';
+import type { ChangeWatcher } from '../pulse/changes.js';
 import { AlertDeliverer, DEFAULT_DELIVERER_OPTIONS, type AlertDelivererOptions } from './deliverer.js';
 
 export { AlertDeliverer, type AlertDelivererOptions } from './deliverer.js';
@@ -8,7 +8,7 @@ export { AlertDeliverer, type AlertDelivererOptions } from './deliverer.js';
 const PULSED_POLL_MS = 60_000;
 
 /** The daemon component (components.ts): delivers queued budget alerts, woken by the pulse
- *  (fleet/changes.ts) when deliveries are due. */
+ *  (pulse/changes.ts) when deliveries are due. */
 export function createAlertDeliverer(
   ctx: DaemonContext,
   changes?: ChangeWatcher,

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Authenticator, Principal } from '../auth/types.js';
 import type { Component } from '../component.js';
-import { sendError, sendJson } from '../server/errors.js';
+import { sendError, sendJson } from '../http.js';
 import type { Logger } from '../log.js';
 import { serveExport } from '../export/http.js';
 import type { Db, Queryable } from '../store/types.js';

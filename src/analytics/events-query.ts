@@ -7,6 +7,7 @@
 import type { Queryable } from '../store/types.js';
 import { encodeCursor } from './cursor.js';
 import { stringTags } from '../tags.js';
+import { isoTime } from '../calendar.js';
 import { integer, money, type JsonValue } from '../money.js';
 import type { EventsParams } from './params.js';
 import { ACCOUNT_TAG_KEY, ACCOUNT_TAGS_EXPR, chooseTagStrategy } from './tag-filter.js';
@@ -185,9 +186,6 @@ function dayOfUpperBound(p: EventsParams): string | undefined {
   const ends = [p.to, p.cursor?.time].filter((t): t is string => t !== undefined);
   return ends.length ? utcDayOf(ends.reduce((a, b) => (Date.parse(a) <= Date.parse(b) ? a : b))) : undefined;
 }
-
-/** `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */
-export const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');
 
 /** The fields of CONTRACT §4 (plus `service_tier`, `units` and a shadow budget's `would_block`), tags limited to the string pairs the caller sent. */
 function toEvent(r: EventRow): JsonValue {

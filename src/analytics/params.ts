@@ -8,7 +8,8 @@ import { PROVIDER_SLUGS } from '../providers/types.js';
 import { PERIODS } from '../calendar.js';
 import { decodeCursor } from './cursor.js';
 
-export type ParamResult<T> = { ok: true; value: T } | { ok: false; param: string; message: string };
+export type { ParamResult } from '../http.js';
+import type { ParamResult } from '../http.js';
 
 const shown = (v: unknown) => JSON.stringify(typeof v === 'string' && v.length > 60 ? `${v.slice(0, 60)}…` : v);
 

@@ -34,6 +34,12 @@ export function unknownAccount(name: string): AdminError {
   return new AdminError(`unknown account ${JSON.stringify(name)} (see \`meter accounts list\`)`);
 }
 
+/** For a listing that came back empty: an account of that name exists, or the unknown-account error. */
+export async function requireAccount(db: Queryable, name: string): Promise<void> {
+  const known = await db.query('SELECT 1 FROM accounts WHERE name = $1', [name]);
+  if (known.length === 0) throw unknownAccount(name);
+}
+
 /** Why `name` cannot be an account's name, or undefined when it can. */
 export function accountNameProblem(name: string): string | undefined {
   return ACCOUNT_NAME.test(name)

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../store/types.js';
-import { AdminError, isoTime, unknownAccount } from './accounts.js';
+import { AdminError, isoTime, requireAccount, unknownAccount } from './accounts.js';
 import { generateServiceKey, hashSecret, parseServiceKey } from './key-format.js';
 
 export type KeyStatus = 'active' | 'rotating' | 'expired' | 'revoked';
@@ -93,10 +93,7 @@ export async function listKeys(db: Queryable, account?: string): Promise<KeyInfo
      ORDER BY a.name, k.created_at, k.id`,
     [account ?? null],
   );
-  if (rows.length === 0 && account !== undefined) {
-    const known = await db.query('SELECT 1 FROM accounts WHERE name = $1', [account]);
-    if (known.length === 0) throw unknownAccount(account);
-  }
+  if (rows.length === 0 && account !== undefined) await requireAccount(db, account);
   return rows.map((r) => ({
     id: r.id,
     account: r.account,

@@ -2,6 +2,7 @@ import type { Queryable } from '../store/types.js';
 import { formatUnits, toUnits, utilizationPct } from '../money.js';
 import { currentMonth, type MonthWindow } from '../calendar.js';
 import { MeterError } from '../errors.js';
+import { unknownAccount } from '../auth/accounts.js';
 
 /**
  * What `meter budget …` does to the store. Each write is ONE statement: CLI commands may run
@@ -12,9 +13,6 @@ import { MeterError } from '../errors.js';
 export class BudgetAdminError extends MeterError {
   override name = 'BudgetAdminError';
 }
-
-export const unknownAccount = (name: string) =>
-  new BudgetAdminError(`unknown account "${name}" (see \`meter accounts list\`)`);
 
 export interface BudgetView {
   account: string;

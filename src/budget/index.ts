@@ -1,5 +1,5 @@
 import type { DaemonContext } from '../component.js';
-import type { ChangeWatcher } from '../fleet/changes.js';
+import type { ChangeWatcher } from '../pulse/changes.js';
 import type { UsageEvent } from '../metering/event.js';
 import { BudgetMonitor, type BudgetMonitorOptions } from './monitor.js';
 import { ShadowGate } from './gate.js';

@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { Component } from '../component.js';
 import { PeriodicTask, Serial } from '../periodic.js';
-import type { Pulse } from '../fleet/changes.js';
+import type { Pulse } from '../pulse/changes.js';
 import { RereadSkip } from '../store/snapshot.js';
 import type { Db } from '../store/types.js';
 import { composeAlert } from './compose-alert.js';
@@ -40,7 +40,7 @@ export interface BudgetMonitorOptions {
 /**
  * Re-reads budgeted accounts' month-to-date spend from usage_daily, keeps it in memory
  * (`budgetOf`), and fires the 50/80/100% levels it finds crossed, in order. In the daemon it
- * reads what the pulse (fleet/changes.ts) says moved: the accounts with new events, every served
+ * reads what the pulse (pulse/changes.ts) says moved: the accounts with new events, every served
  * account after a change; and the served accounts once a sweep.
  */
 export class BudgetMonitor implements Component {

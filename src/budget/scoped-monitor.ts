@@ -1,17 +1,17 @@
 /**
  * Every budget's window spend and alerts, kept cheap on the database. It reads what the pulse
- * (fleet/changes.ts: one statement a sidecar every METER_KEY_REFRESH_MS) says moved:
+ * (pulse/changes.ts: one statement a sidecar every METER_KEY_REFRESH_MS) says moved:
  * - definitions, only when the change counter moved; then every budget of a served account
  *   (and every shadow one, which the gate needs before an account's first call) is re-read;
  * - spend, only for the budgets of served accounts that had events written since the last
  *   pulse (by any sidecar), and of budgets whose window just turned;
  * - and every served account's budgets in a slow sweep (default 30 s: repricing, replays).
- * "Served" is what the daemon metered lately (fleet/served.ts); without it (tests), every
+ * "Served" is what the daemon metered lately (pulse/served.ts); without it (tests), every
  * account. The account budget's alerts stay with monitor.ts (alert_levels_fired); this monitor
  * fires the other budgets' levels and keeps each budget's spend for /metrics and the gate.
  */
 import type { Component } from '../component.js';
-import type { Pulse } from '../fleet/changes.js';
+import type { Pulse } from '../pulse/changes.js';
 import type { Logger } from '../log.js';
 import { formatUnits, reached, toUnits } from '../money.js';
 import { PeriodicTask, Serial } from '../periodic.js';

@@ -6,7 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { unknownAccount } from '../auth/accounts.js';
-import { sendError } from '../server/errors.js';
+import { sendError } from '../http.js';
 import type { Db, Queryable } from '../store/types.js';
 import { checkExportParams, CLI_NAMES, type ExportParams } from './params.js';
 import { prepareExport, streamSink, writeExport, type ExportAccount } from './run.js';

@@ -4,7 +4,7 @@
  * columns). Money stays the store's exact decimal text (8 decimals); counts are written as
  * their digits, never through a JS number.
  */
-import { isoTime } from '../analytics/events-query.js';
+import { isoTime } from '../calendar.js';
 import { stringTags } from '../tags.js';
 import { integer, stringifyJson as toJson, type JsonValue } from '../money.js';
 import { FOCUS_COLUMNS, focusRow } from './focus.js';

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../auth/types.js';
 import type { Logger } from '../log.js';
-import { sendError } from '../server/errors.js';
+import { sendError } from '../http.js';
 import type { Db } from '../store/types.js';
 import { checkExportParams, type Checked, type ExportParams } from './params.js';
 import { exportFileName, prepareExport, streamSink, writeExport } from './run.js';

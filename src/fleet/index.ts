@@ -3,11 +3,10 @@ import type { UsageEvent } from '../metering/event.js';
 import { toUnits } from '../money.js';
 import type { PlanBook } from '../plans/plans.js';
 import type { Pricer } from '../pricing/index.js';
-import type { ChangeWatcher } from './changes.js';
+import type { ChangeWatcher } from '../pulse/changes.js';
 import { DEFAULT_LEDGER, FleetLedger, type LedgerOptions } from './ledger.js';
 import { FleetAdmissions, OverrideBook, type Budgets } from './limits.js';
 
-export { ChangeWatcher } from './changes.js';
 export { FleetLedger, DEFAULT_LEDGER, type LedgerOptions } from './ledger.js';
 export { FleetAdmissions, OverrideBook, type Budgets } from './limits.js';
 

@@ -13,7 +13,7 @@ import { divRoundHalfEven, formatFixed, type Ratio } from '../pricing/decimal.js
 import { usage } from '../providers/common.js';
 import type { BatchResults, ProviderSlug, Usage } from '../providers/types.js';
 import type { UsageEvent } from './event.js';
-import { storedUnits } from './event-units.js';
+import { storedUnits } from '../store/event-units.js';
 import { uuidv7 } from './ids.js';
 import { storable } from './storable.js';
 

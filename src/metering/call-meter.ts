@@ -10,7 +10,7 @@ import type { MeteringCounters } from './counters.js';
 import { createDecoder, type BodyDecoder } from './decode.js';
 import type { UsageEvent, UsageSource } from './event.js';
 import { boundUsage } from './bounded-usage.js';
-import { storedUnits } from './event-units.js';
+import { storedUnits } from '../store/event-units.js';
 import { JsonCapture } from './json-capture.js';
 import { cleanTags, storable } from './storable.js';
 import type { CallMeter, CallStart, EventSink } from './types.js';

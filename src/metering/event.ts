@@ -1,6 +1,6 @@
 import type { ProviderSlug } from '../providers/types.js';
 import type { RawUsage } from './bounded-usage.js';
-import type { StoredUnits } from './event-units.js';
+import type { StoredUnits } from '../store/event-units.js';
 
 export type UsageSource = 'provider' | 'estimated' | 'none';
 

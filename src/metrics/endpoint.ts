@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log.js';
-import { closeIfBodyUnread, sendError, sendJson } from '../server/errors.js';
+import { closeIfBodyUnread, sendError, sendJson } from '../http.js';
 import type { DaemonMetrics } from './registry.js';
 
 /** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 addresses. */

@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import type { Component } from '../component.js';
 import { PeriodicTask } from '../periodic.js';
 import type { Db } from '../store/types.js';
-import type { ChangeWatcher } from '../fleet/changes.js';
+import type { ChangeWatcher } from '../pulse/changes.js';
 import { PlanBook } from './plans.js';
 import { runRetention } from './retention.js';
 

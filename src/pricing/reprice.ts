@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { coefAt, formatFixed, parseDecimal } from './decimal.js';
 import type { Pricer } from './pricer.js';
 import { COST_DECIMALS } from './cost.js';
-import { usageFromStored, type StoredUsage } from '../metering/event-units.js';
+import { usageFromStored, type StoredUsage } from '../store/event-units.js';
 import type { ProviderSlug } from '../providers/types.js';
 import { aggregateNames } from '../store/timescale/maintenance.js';
 import type { Db } from '../store/types.js';

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { CallStart } from '../metering/types.js';
-import { closeIfBodyUnread, sendError } from '../server/errors.js';
+import { closeIfBodyUnread, sendError } from '../http.js';
 import { BodyTooLargeError, type RequestBodyTap } from './body-tap.js';
 import type { GuardedMeter } from './guarded-meter.js';
 import { clientResponseHeaders } from './headers.js';

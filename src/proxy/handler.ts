@@ -7,7 +7,7 @@ import type { PricedCall } from '../budget/worst-case.js';
 import type { Logger } from '../log.js';
 import { uuidv7 } from '../metering/ids.js';
 import type { CallStart, Metering } from '../metering/types.js';
-import { sendError, type ErrorCode } from '../server/errors.js';
+import { sendError, type ErrorCode } from '../http.js';
 import { hasBody, isSmallBody, readAhead, readSmallBody, RequestBodyTap } from './body-tap.js';
 import { ForwardCall, type ForwardedCall } from './forward.js';
 import { GuardedMeter } from './guarded-meter.js';

@@ -1,5 +1,5 @@
 import { FixedHistogram, OVERHEAD_BUCKETS, UPSTREAM_BUCKETS, type DaemonMetrics } from '../metrics/registry.js';
-import type { ErrorCode } from '../server/errors.js';
+import type { ErrorCode } from '../http.js';
 
 /** One provider's timings, filled by ForwardCall (bucket increments only). */
 export interface CallTimings {

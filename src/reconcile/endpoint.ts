@@ -4,7 +4,7 @@
  * or keys; the organisation's results (meter's side summed over every account) only when it is
  * the store's one account, so no account reads another's spend.
  */
-import type { ParamResult } from '../analytics/params.js';
+import type { ParamResult } from '../http.js';
 import { money, RawNumber, type JsonValue } from '../money.js';
 import type { Queryable } from '../store/types.js';
 import { storedJson } from './json.js';

@@ -11,7 +11,7 @@ import { DaemonMetrics } from '../metrics/registry.js';
 import { describeStore, type Store } from '../store/index.js';
 import { openStoreWhenUp, StartAborted } from '../store/wait.js';
 import { startAdminServer } from '../admin/server.js';
-import { sendError, sendJson } from './errors.js';
+import { sendError, sendJson } from '../http.js';
 import { answerClientErrors, isOverLimit, markOverLimit, warnIfExposed } from './limits.js';
 
 /** The longest a shutdown waits for in-flight calls (long streams) before cutting them. */

@@ -3,7 +3,7 @@ import { isIPv4, isIPv6, type Socket } from 'node:net';
 import { isLoopback } from '../metrics/endpoint.js';
 import type { Config, Limits } from '../config.js';
 import type { Logger } from '../log.js';
-import { errorBody, type ErrorCode } from './errors.js';
+import { errorBody, type ErrorCode } from '../http.js';
 
 /** The service's own error as raw bytes, for a socket that has no ServerResponse (yet). */
 function rawError(status: number, code: ErrorCode, message: string, extra = ''): string {

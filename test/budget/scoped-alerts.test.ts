@@ -9,7 +9,7 @@ import { createAlertDeliverer } from '../../src/alerts/index.js';
 import { createBudget, updateBudget } from '../../src/budget/budgets-admin.js';
 import { createScopedMonitor } from '../../src/budget/index.js';
 import { ScopedBudgetMonitor } from '../../src/budget/scoped-monitor.js';
-import { ChangeWatcher } from '../../src/fleet/changes.js';
+import { ChangeWatcher } from '../../src/pulse/changes.js';
 import { parseScope } from '../../src/budget/scope.js';
 import type { Compose } from '../../src/component.js';
 import { loadConfig } from '../../src/config.js';

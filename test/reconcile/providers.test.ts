@@ -3,7 +3,7 @@ import { fetchAnthropicReport } from '../../src/reconcile/anthropic.js';
 import { ProviderApiError, retryAfterMs, type AdminApi } from '../../src/reconcile/http.js';
 import { fetchOpenAIReport, splitLineItem } from '../../src/reconcile/openai.js';
 import { adminApi } from '../../src/reconcile/run.js';
-import { Secret } from '../../src/reconcile/secret.js';
+import { Secret } from '../../src/secret.js';
 import { startFakeAdminApi } from './fake-admin-api.js';
 
 const OPENAI_KEY = 'sk-admin-test-0123456789';

@@ -3,7 +3,7 @@
 import { expect, it } from 'vitest';
 import { localStore } from '../../src/admin/client.js';
 import { runReconciliation } from '../../src/reconcile/run.js';
-import { Secret } from '../../src/reconcile/secret.js';
+import { Secret } from '../../src/secret.js';
 import { readResults } from '../../src/reconcile/store.js';
 import type { Db } from '../../src/store/types.js';
 import { makeEvent, seedEvents } from '../analytics/helpers/seed.js';

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BudgetMonitor } from '../../src/budget/monitor.js';
-import { ChangeWatcher } from '../../src/fleet/index.js';
+import { ChangeWatcher } from '../../src/pulse/changes.js';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { insertBatch } from '../../src/store/event-batch.js';
 import { lockPath, readLock, StoreLockedError } from '../../src/store/lockfile.js';

@@ -1,8 +1,11 @@
 import type { ServerResponse } from 'node:http';
 
-import type { ErrorCode } from '../errors.js';
+import type { ErrorCode } from './errors.js';
 
-export type { ErrorCode } from '../errors.js';
+export type { ErrorCode } from './errors.js';
+
+/** A query parameter's value, or the parameter that was wrong and why (a 400 `invalid_parameter`). */
+export type ParamResult<T> = { ok: true; value: T } | { ok: false; param: string; message: string };
 
 const TYPES: Record<number, string> = {
   400: 'invalid_request_error',

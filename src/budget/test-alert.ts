@@ -1,10 +1,11 @@
-import { showBudget, unknownAccount } from '../budget/admin.js';
-import { composeAlert } from '../budget/compose-alert.js';
+import { showBudget } from './admin.js';
+import { unknownAccount } from '../auth/accounts.js';
+import { composeAlert } from './compose-alert.js';
 import { currentMonth } from '../calendar.js';
 import type { Queryable } from '../store/types.js';
-import type { AlertChannel } from './alert.js';
-import { sendToChannel, type DeliveryResult, type SendOptions } from './channels/index.js';
-import { resultDetail } from './outbox.js';
+import type { AlertChannel } from '../alerts/alert.js';
+import { sendToChannel, type DeliveryResult, type SendOptions } from '../alerts/channels/index.js';
+import { resultDetail } from '../alerts/outbox.js';
 
 export interface TestSendResult {
   channel: Pick<AlertChannel, 'id' | 'kind'>;

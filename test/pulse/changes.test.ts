@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChangeWatcher, type Pulse } from '../../src/fleet/changes.js';
+import { ChangeWatcher, type Pulse } from '../../src/pulse/changes.js';
 import { insertBatch } from '../../src/store/event-batch.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
