@@ -47,7 +47,7 @@ export function registerStart(program: Command): void {
       logger.info({ url: daemon.url, store: daemon.store.kind }, 'meter started');
 
       const signal = await stopRequested;
-      logger.info({ signal }, 'draining in-flight calls and queued events');
+      logger.info({ signal }, 'draining in-flight calls and queued events (a second signal exits at once)');
       try {
         await daemon.close();
       } catch (err) {
@@ -59,18 +59,24 @@ export function registerStart(program: Command): void {
     });
 }
 
-/** Resolves with the first SIGINT or SIGTERM; a second one (either) means "now": exit 1. */
+/** Within this long, the same signal again is the same request to stop: Ctrl-C under `npm start`
+ *  reaches the daemon from the terminal and again from npm, which forwards its own copy. */
+export const REPEATED_SIGNAL_MS = 1_000;
+
+/** Resolves with the first SIGINT or SIGTERM. A later second one (either) means "now": exit 1. */
 function onFirstStopSignal(logger: Logger): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
-    let received = false;
+    let first: { signal: NodeJS.Signals; at: number } | undefined;
     const handler = (signal: NodeJS.Signals) => {
-      if (received) {
-        logger.warn({ signal }, 'second signal: exiting without finishing the drain');
-        logger.flush();
-        process.exit(1);
+      const now = performance.now();
+      if (!first) {
+        first = { signal, at: now };
+        return resolve(signal);
       }
-      received = true;
-      resolve(signal);
+      if (signal === first.signal && now - first.at < REPEATED_SIGNAL_MS) return; // the same request
+      logger.warn({ signal }, 'second signal: exiting without finishing the drain');
+      logger.flush();
+      process.exit(1);
     };
     process.on('SIGINT', handler);
     process.on('SIGTERM', handler);
