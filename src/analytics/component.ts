@@ -8,8 +8,9 @@ import type { Authenticator, Principal } from '../auth/types.js';
 import type { Component } from '../component.js';
 import { sendError, sendJson } from '../http.js';
 import type { Logger } from '../log.js';
-import { serveExport } from '../export/http.js';
-import type { Db, Queryable } from '../store/types.js';
+import { ExportSlots, serveExport } from '../export/http.js';
+import type { ReadBudget } from '../store/read-budget.js';
+import type { Queryable } from '../store/types.js';
 import { listEvents } from './events-query.js';
 import { stringifyJson, type JsonValue } from '../money.js';
 import { byTagParams, dailyParams, eventsParams, parseParams, summaryParams, type ParamResult } from './params.js';
@@ -27,10 +28,13 @@ export interface AnalyticsOptions {
   retentionVisibility?: boolean;
   /** Which endpoints each plan includes; by default read from the plans table (cached). */
   planGate?: PlanGate;
-  logger?: Pick<Logger, 'error'>;
+  logger?: Pick<Logger, 'error' | 'info'>;
+  /** The share of the store's connections a client's reads may hold (src/store/read-budget.ts);
+   *  without it, reads go to the store directly. */
+  reads?: ReadBudget;
 }
 
-type Run = (principal: Principal, search: URLSearchParams) => Promise<ParamResult<JsonValue>>;
+type Run = (principal: Principal, search: URLSearchParams, db: Queryable) => Promise<ParamResult<JsonValue>>;
 
 export function createAnalytics({
   store,
@@ -39,29 +43,31 @@ export function createAnalytics({
   planGate,
   retentionVisibility,
   logger,
+  reads,
 }: AnalyticsOptions): Component {
   const gate = planGate ?? createPlanGate(store);
   // TimescaleDB mode finds tagged events through its tag table (sql/110), the others by time windows.
   const timescale = 'kind' in store && store.kind === 'timescale';
+  const exports = new ExportSlots();
 
   /** Validates the query string, then runs the endpoint's query for the caller's account. */
   const withParams = <T>(result: ParamResult<T>, run: (p: T) => Promise<JsonValue>): Promise<ParamResult<JsonValue>> =>
     result.ok ? run(result.value).then((value) => ({ ok: true, value })) : Promise.resolve(result);
 
   const endpoints: Record<Exclude<Endpoint, 'export'> | 'budgets', Run> = {
-    daily: (who, q) => withParams(parseParams(dailyParams, q), (p) => daily(store, who.accountId, now(), p.days)),
-    summary: (who, q) => withParams(parseParams(summaryParams, q), () => summary(store, who.accountId, now())),
-    'by-tag': (who, q) =>
-      withParams(parseParams(byTagParams, q), (p) => byTag(store, who.accountId, now(), p.key, p.period)),
-    events: (who, q) =>
+    daily: (who, q, db) => withParams(parseParams(dailyParams, q), (p) => daily(db, who.accountId, now(), p.days)),
+    summary: (who, q, db) => withParams(parseParams(summaryParams, q), () => summary(db, who.accountId, now())),
+    'by-tag': (who, q, db) =>
+      withParams(parseParams(byTagParams, q), (p) => byTag(db, who.accountId, now(), p.key, p.period)),
+    events: (who, q, db) =>
       withParams(parseParams(eventsParams, q), (p) =>
-        listEvents(store, who.accountId, p, { retentionVisibility, timescale, now: now() }),
+        listEvents(db, who.accountId, p, { retentionVisibility, timescale, now: now() }),
       ),
     // CONTRACT §7: the stored reconciliation results (src/reconcile/endpoint.ts).
-    reconciliation: (who, q) =>
-      withParams(reconciliationParams(q, now()), (p) => reconciliationForAccount(store, who.accountId, p)),
+    reconciliation: (who, q, db) =>
+      withParams(reconciliationParams(q, now()), (p) => reconciliationForAccount(db, who.accountId, p)),
     // Every plan: budgets and their alerts are in every plan (src/budget/analytics.ts).
-    budgets: (who) => accountBudgets(store, who.accountId, now()).then((value) => ({ ok: true, value })),
+    budgets: (who, _q, db) => accountBudgets(db, who.accountId, now()).then((value) => ({ ok: true, value })),
   };
   const everyPlan = new Set(['budgets']);
   // /analytics/export streams its rows (src/export) instead of answering one JSON value.
@@ -104,8 +110,9 @@ export function createAnalytics({
         `the ${principal.plan} plan does not include ${url.pathname} (${has}); upgrade the account's plan to use it`,
       );
     }
-    if (!run) return serveExport(store as Db, principal, req, res, url.searchParams, now(), logger);
-    const result = await run(principal, url.searchParams);
+    const db = reads ? reads.for(principal.accountId) : store;
+    if (!run) return serveExport(db, principal, req, res, url.searchParams, now(), { slots: exports, logger });
+    const result = await run(principal, url.searchParams, db);
     if (!result.ok) return sendError(res, 400, 'invalid_parameter', result.message);
     sendJson(res, 200, stringifyJson(result.value), { 'cache-control': 'no-store' });
   }

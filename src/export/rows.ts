@@ -1,12 +1,11 @@
 /**
- * The rows of an export, read with bounded memory. PostgreSQL (and TimescaleDB mode): one
- * statement behind a server-side cursor (DECLARE … CURSOR, FETCH in batches) inside a read
- * transaction, so the server holds the result and the daemon holds one batch. The embedded
- * store has a single connection that the event writer shares: a transaction held for a whole
- * export would stop its writes, so it is read in short statements instead: raw events by
- * keyset on (time, event_id), per-day groups one UTC day at a time.
+ * The rows of an export, read with bounded memory in short statements: raw events by keyset on
+ * (time, event_id), FOCUS groups one UTC day at a time. No statement, transaction or cursor
+ * stays open while the export waits on its reader: a client that reads slowly (or never) holds
+ * one batch of memory and no database connection, on PostgreSQL as on the embedded store,
+ * whose single connection the event writer shares.
  */
-import type { Db, Queryable } from '../store/types.js';
+import type { Queryable } from '../store/types.js';
 import { nextDay, type ExportParams } from './params.js';
 
 /** Rows fetched per round trip (a batch of raw rows is about 0.2 MB of text). */
@@ -104,54 +103,29 @@ export async function tagKeys(db: Queryable, accountId: string, p: ExportParams)
 
 export type OnBatch<R> = (rows: R[]) => Promise<void>;
 
-/** Every row of the export, in order, a batch at a time; `onBatch` may wait (backpressure). */
+/** Every row of the export, in order, a batch at a time; `onBatch` may wait (backpressure).
+ *  Each statement is short and ends before its rows are handed on: no connection is held while
+ *  the export waits on its reader. */
 export async function eachBatch(
-  db: Db,
+  db: Queryable,
   accountId: string,
   p: ExportParams,
   onBatch: OnBatch<RawRow | GroupRow>,
 ): Promise<void> {
-  const grouped = p.format === 'focus' || p.groupBy !== undefined;
-  if (db.kind !== 'embedded') {
-    const st = grouped
-      ? groupStatement(accountId, p, p.from, p.to)
-      : {
-          sql: `SELECT ${RAW_COLUMNS} FROM usage_events WHERE ${WHERE} ORDER BY time, event_id`,
-          params: rangeParams(accountId, p.from, p.to),
-        };
-    return withCursor(db, st, onBatch);
-  }
-  if (!grouped) return rawByKeyset(db, accountId, p, onBatch);
-  // Groups over the whole range are few (models, tag values); per-day groups are read a day
-  // at a time, so a day's rows bound the memory whatever the range.
-  if (p.format !== 'focus' && p.groupBy?.kind !== 'day') {
-    const st = groupStatement(accountId, p, p.from, p.to);
-    const rows = await db.query<GroupRow>(st.sql, st.params);
-    if (rows.length) await onBatch(rows);
-    return;
-  }
-  for (let day = p.from; day < p.to; day = nextDay(day)) {
-    const st = groupStatement(accountId, p, day, nextDay(day));
+  if (p.format !== 'focus' && p.groupBy === undefined) return rawByKeyset(db, accountId, p, onBatch);
+  // Groups over the whole range are few (a day each, models, tag values); FOCUS rows (a day,
+  // model and tag set each) are read a day at a time, so a day's rows bound the memory.
+  const days: [string, string][] = [];
+  if (p.format !== 'focus') days.push([p.from, p.to]);
+  else for (let day = p.from; day < p.to; day = nextDay(day)) days.push([day, nextDay(day)]);
+  for (const [from, to] of days) {
+    const st = groupStatement(accountId, p, from, to);
     const rows = await db.query<GroupRow>(st.sql, st.params);
     for (let i = 0; i < rows.length; i += BATCH_ROWS) await onBatch(rows.slice(i, i + BATCH_ROWS));
   }
 }
 
-async function withCursor<R>(db: Db, st: Statement, onBatch: OnBatch<R>): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.query('SET TRANSACTION READ ONLY');
-    await tx.query(`DECLARE meter_export NO SCROLL CURSOR FOR ${st.sql}`, st.params);
-    for (;;) {
-      const rows = await tx.query<R>(`FETCH ${BATCH_ROWS} FROM meter_export`);
-      if (rows.length === 0) break;
-      await onBatch(rows);
-      if (rows.length < BATCH_ROWS) break;
-    }
-    await tx.query('CLOSE meter_export');
-  });
-}
-
-async function rawByKeyset(db: Db, accountId: string, p: ExportParams, onBatch: OnBatch<RawRow>): Promise<void> {
+async function rawByKeyset(db: Queryable, accountId: string, p: ExportParams, onBatch: OnBatch<RawRow>): Promise<void> {
   let after: { time: string; id: string } | undefined;
   for (;;) {
     const params = rangeParams(accountId, p.from, p.to);

@@ -4,7 +4,7 @@
  * each written and waited for before the next is read (the sink's backpressure reaches the
  * database cursor).
  */
-import type { Db } from '../store/types.js';
+import type { Queryable } from '../store/types.js';
 import { rowFormatter, type RowFormatter } from './format.js';
 import type { ExportParams } from './params.js';
 import { eachBatch, tagKeys } from './rows.js';
@@ -25,13 +25,13 @@ export interface ExportAccount {
 }
 
 /** The formatter for an export (its columns, content type), before any row is read. */
-export async function prepareExport(db: Db, account: ExportAccount, p: ExportParams): Promise<RowFormatter> {
+export async function prepareExport(db: Queryable, account: ExportAccount, p: ExportParams): Promise<RowFormatter> {
   const keys = p.format === 'csv' && !p.groupBy ? await tagKeys(db, account.id, p) : [];
   return rowFormatter(p, account, keys);
 }
 
 export async function writeExport(
-  db: Db,
+  db: Queryable,
   account: ExportAccount,
   p: ExportParams,
   formatter: RowFormatter,
@@ -54,14 +54,19 @@ export async function writeExport(
 }
 
 /** A sink over a Node writable (an HTTP response, a file, stdout): waits for 'drain' when full,
- *  and fails when the other end went away (the export stops at the next batch). */
-export function streamSink(out: NodeJS.WritableStream & { destroyed?: boolean }): ExportSink {
+ *  and fails when the other end went away (the export stops at the next batch) or, with
+ *  `idleMs`, when it took nothing for that long (a reader that stalls is let go). */
+export function streamSink(
+  out: NodeJS.WritableStream & { destroyed?: boolean },
+  opts: { idleMs?: number } = {},
+): ExportSink {
   return {
     write(text) {
       if (out.destroyed) return Promise.reject(new Error('the export was cancelled: its reader went away'));
       if (out.write(text)) return Promise.resolve();
       return new Promise((resolve, reject) => {
         const done = (err?: Error) => {
+          clearTimeout(idle);
           out.off('drain', ok);
           out.off('close', closed);
           out.off('error', done);
@@ -70,12 +75,21 @@ export function streamSink(out: NodeJS.WritableStream & { destroyed?: boolean })
         };
         const ok = () => done();
         const closed = () => done(new Error('the export was cancelled: its reader went away'));
+        const idle =
+          opts.idleMs === undefined ? undefined : setTimeout(() => done(new StalledReader(opts.idleMs!)), opts.idleMs);
         out.once('drain', ok);
         out.once('close', closed);
         out.once('error', done);
       });
     },
   };
+}
+
+/** The reader took nothing for `idleMs`: the export stops and lets go of what it holds. */
+export class StalledReader extends Error {
+  constructor(idleMs: number) {
+    super(`the export was cancelled: its reader took nothing for ${idleMs / 1000} s`);
+  }
 }
 
 /** `meter-<account>-<from>-<to>[-<grouping>].<ext>`: the file name an export suggests. */
