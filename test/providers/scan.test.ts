@@ -39,6 +39,12 @@ describe('JSON scanning without parsing', () => {
   it('does not take a longer key for a shorter one', () => {
     expect(firstStringField('{"reasoning_content":"r","content":"c"}', 'content')).toBe('c');
     expect(firstStringField('{"reasoning_content":"r"}', 'reasoning')).toBeUndefined();
+    // the key's opening quote is checked after the search: a key ending another one, or at the
+    // text's very start without its quote, is not the key
+    expect(hasObjectField('usage":{}', 'usage')).toBe(false);
+    expect(hasObjectField('{"xusage":{},"y":1}', 'usage')).toBe(false);
+    expect(hasObjectField('{"xusage":{},"usage":{}}', 'usage')).toBe(true);
+    expect(firstStringField('{"a_model":"x","model" :"m"}', 'model')).toBe('m');
   });
 
   it('keeps the text whole across many pieces', () => {
