@@ -56,8 +56,9 @@ describe.skipIf(!hasTmux || !postgresUrl)('Ctrl-C under npm start, in a terminal
     atFileEnd(() => tmux('kill-server').catch(() => {}));
   }, 120_000);
 
-  /** `npm start` in a new terminal; resolves with the daemon's URL once it listens. */
-  async function npmStart(session: string) {
+  /** `npm start` in a new terminal, a call held by the provider, then Ctrl-C: resolves once the
+   *  drain has begun and the moment in which a repeated signal is the same request is over. */
+  async function ctrlCDuringCall(session: string) {
     const vars = Object.entries(env)
       .map(([k, v]) => `${k}=${shellQuote(v)}`)
       .join(' ');
@@ -73,32 +74,26 @@ describe.skipIf(!hasTmux || !postgresUrl)('Ctrl-C under npm start, in a terminal
       60_000,
       'meter listening on the screen',
     );
-    /** A call held by the provider until `release()`; resolves with its status and body. */
-    const call = async () => {
-      try {
-        const res = await fetch(`${url}/proxy/openai/v1/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: '{"model":"gpt-4o-mini","messages":[]}',
-        });
-        return { status: res.status, body: await res.text() };
-      } catch (err) {
-        return { status: 0, body: `cut: ${(err as Error).message}` };
-      }
-    };
-    return { screen, call };
+    const requestsBefore = upstream.requests.length;
+    const answered = fetch(`${url}/proxy/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{"model":"gpt-4o-mini","messages":[]}',
+    }).then(
+      async (res) => ({ status: res.status, body: await res.text().catch((err: Error) => `cut: ${err.message}`) }),
+      (err: Error) => ({ status: 0, body: `cut: ${err.message}` }),
+    );
+    await eventually(async () => upstream.requests.length > requestsBefore, 10_000, 'the call at the provider');
+    const ctrlC = () => tmux('send-keys', '-t', session, 'C-c');
+    await ctrlC();
+    await eventually(async () => /draining in-flight calls/.test(await screen()), 10_000, 'the drain begins');
+    await sleep(REPEATED_SIGNAL_MS + 500);
+    return { screen, answered, ctrlC };
   }
 
   it('one Ctrl-C (npm forwards it again) drains the call in flight and exits 0', { timeout: 120_000 }, async () => {
-    const { screen, call } = await npmStart('once');
-    const requestsBefore = upstream.requests.length;
-    const answered = call();
-    await eventually(async () => upstream.requests.length > requestsBefore, 10_000, 'the call at the provider');
-    await tmux('send-keys', '-t', 'once', 'C-c');
-    await eventually(async () => /draining in-flight calls/.test(await screen()), 10_000, 'the drain begins');
-    // Past the moment in which a repeated signal is the same request: the daemon is still draining.
-    await sleep(REPEATED_SIGNAL_MS + 500);
-    expect(await screen()).not.toMatch(/EXIT=|second signal:/);
+    const { screen, answered } = await ctrlCDuringCall('once');
+    expect(await screen()).not.toMatch(/EXIT=|second signal:/); // still draining
     release();
     const { status, body } = await answered;
     expect(status).toBe(200);
@@ -111,14 +106,8 @@ describe.skipIf(!hasTmux || !postgresUrl)('Ctrl-C under npm start, in a terminal
   });
 
   it('a deliberate second Ctrl-C later cuts the drain and exits 1', { timeout: 120_000 }, async () => {
-    const { screen, call } = await npmStart('twice');
-    const requestsBefore = upstream.requests.length;
-    const answered = call();
-    await eventually(async () => upstream.requests.length > requestsBefore, 10_000, 'the call at the provider');
-    await tmux('send-keys', '-t', 'twice', 'C-c');
-    await eventually(async () => /draining in-flight calls/.test(await screen()), 10_000, 'the drain begins');
-    await sleep(REPEATED_SIGNAL_MS + 500);
-    await tmux('send-keys', '-t', 'twice', 'C-c');
+    const { screen, answered, ctrlC } = await ctrlCDuringCall('twice');
+    await ctrlC();
     await eventually(async () => /EXIT=\d/.test(await screen()), 10_000, 'npm start exits');
     const text = await screen();
     expect(text).toMatch(/second signal: exiting without finishing the drain/);
