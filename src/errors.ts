@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'invalid_parameter'
   | 'invalid_api_key'
   | 'budget_exceeded'
+  | 'unpriced_model'
   | 'plan_required'
   | 'unknown_provider'
   | 'not_found'

@@ -26,6 +26,7 @@ interface SpecFlags {
   tz?: string;
   levels?: string;
   action?: string;
+  strict?: boolean;
   json?: boolean;
 }
 
@@ -37,6 +38,7 @@ function specOf(f: SpecFlags): {
   timezone?: string;
   levels?: number[];
   action?: BudgetAction;
+  strict?: boolean;
 } {
   try {
     const amount = f.amount === undefined ? undefined : parseBudgetUsd(f.amount);
@@ -52,6 +54,7 @@ function specOf(f: SpecFlags): {
       timezone: f.tz === undefined ? undefined : parseTimeZone(f.tz),
       levels: f.levels === undefined ? undefined : parseLevels(f.levels),
       action: f.action === undefined ? undefined : parseAction(f.action),
+      strict: f.strict,
     };
   } catch (err) {
     if (err instanceof BudgetSpecError) throw new UsageError(err.message);
@@ -67,7 +70,7 @@ const rowOf = (v: BudgetView) => ({
   amount: `$${v.amount}`,
   spend: `$${v.spend}`,
   used: `${v.utilization_pct}%`,
-  action: v.action,
+  action: v.strict ? `${v.action} (strict)` : v.action,
   state: v.state,
 });
 
@@ -83,7 +86,7 @@ function printBudget(v: BudgetView): void {
     `levels   ${v.levels.map((l) => `${l}%`).join(', ')}; fired this window: ${v.levels_fired.map((l) => `${l}%`).join(', ') || 'none'}`,
   );
   out(
-    `action   ${v.action}; state ${v.state}${v.action === 'shadow' ? `; ${v.shadow_refusals} would-be refusals this window` : ''}`,
+    `action   ${v.action}${v.strict ? ' (strict)' : ''}; state ${v.state}${v.action === 'shadow' ? `; ${v.shadow_refusals} would-be refusals this window` : ''}`,
   );
 }
 
@@ -105,6 +108,11 @@ const addSpecOptions = (c: Command, creating: boolean): Command =>
       'alert, block (refuse calls with 402; Pro) or shadow (count would-be refusals)' +
         (creating ? ' (default alert)' : ''),
     )
+    .option(
+      '--strict',
+      "block and shadow: admit a call only when its own worst case fits in what is left (default: while anything is left; the call's worst case is then held)",
+    )
+    .option('--no-strict', 'admit calls while anything is left (the default)')
     .option('--json', 'print the budget as /analytics/budgets shows it');
 
 export function registerBudgets(program: Command, run: StoreRunner = withStore): void {
@@ -125,7 +133,7 @@ export function registerBudgets(program: Command, run: StoreRunner = withStore):
       const v = await store.call('budgets.create', { account: opts.account, ...spec, amount: spec.amount! });
       if (opts.json) return printJson(budgetViewJson(v));
       out(
-        `created budget ${v.id}: $${v.amount} a ${v.window} (${v.timezone}) for ${rowOf(v).scope} of ${v.account}, action ${v.action}`,
+        `created budget ${v.id}: $${v.amount} a ${v.window} (${v.timezone}) for ${rowOf(v).scope} of ${v.account}, action ${rowOf(v).action}`,
       );
     });
   });
@@ -165,7 +173,7 @@ export function registerBudgets(program: Command, run: StoreRunner = withStore):
     const spec = specOf(opts);
     if (Object.values(spec).every((v) => v === undefined)) {
       throw new UsageError(
-        'budgets update: nothing to change: give --amount, --scope, --window, --tz, --levels or --action',
+        'budgets update: nothing to change: give --amount, --scope, --window, --tz, --levels, --action or --strict/--no-strict',
       );
     }
     await run(async (store) => {

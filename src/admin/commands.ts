@@ -66,6 +66,7 @@ const budgetSpec = {
     .optional(),
   levels: z.array(z.number().int().min(1).max(1000)).min(1).max(10).optional(),
   action: z.enum(ACTIONS).optional(),
+  strict: z.boolean().optional(),
 };
 
 /** Fixed statements (each with the kinds of its parameters), one command each: `{params: […]}`. */

@@ -24,6 +24,8 @@ export interface MatchedBudget {
   windowEnd: number;
   timezone: string;
   levels: number[];
+  /** A block (or shadow) budget that admits a call only when its own worst case fits too. */
+  strict: boolean;
   /** The account's monthly budget (`meter budget set`; its hard cap is src/budget/hard-cap.ts). */
   accountBudget: boolean;
 }
@@ -136,6 +138,7 @@ export class BudgetBook {
       windowEnd: w.end,
       timezone: d.timezone,
       levels: d.levels,
+      strict: d.strict,
       accountBudget: d.accountBudget,
     };
   }

@@ -21,6 +21,8 @@ export interface BudgetSpec {
   timezone: string;
   levels: number[];
   action: BudgetAction;
+  /** Block and shadow budgets: a call's own worst case must fit too (CONTRACT §6). */
+  strict: boolean;
 }
 
 const unknownBudget = (id: string) => new BudgetAdminError(`unknown budget "${id}" (see \`meter budgets list\`)`);
@@ -52,6 +54,7 @@ export async function createBudget(
     timezone: spec.timezone ?? 'UTC',
     levels: spec.levels ?? DEFAULT_LEVELS,
     action: spec.action ?? 'alert',
+    strict: spec.strict ?? false,
   };
   checkScope(s.scope);
   const id = randomBytes(6).toString('hex');
@@ -61,13 +64,25 @@ export async function createBudget(
      ), key_ok AS (
        SELECT $4::text <> 'key' OR EXISTS (SELECT 1 FROM api_keys k, acct WHERE k.id = $6 AND k.account_id = acct.id) AS ok
      ), saved AS (
-       INSERT INTO scoped_budgets (id, account_id, scope_kind, scope_key, scope_value, window_kind, timezone, amount, levels, action)
-       SELECT $2, acct.id, $4, $5, $6, $7, $8, $3::numeric, $9::smallint[], $10
+       INSERT INTO scoped_budgets (id, account_id, scope_kind, scope_key, scope_value, window_kind, timezone, amount, levels, action, strict)
+       SELECT $2, acct.id, $4, $5, $6, $7, $8, $3::numeric, $9::smallint[], $10, $11
          FROM acct, key_ok WHERE key_ok.ok AND ($10 <> 'block' OR acct.plan_hard_cap)
        RETURNING id
      )
      SELECT plan, plan_hard_cap, (SELECT ok FROM key_ok) AS key_ok, (SELECT count(*) FROM saved)::int AS saved FROM acct`,
-    [account, id, s.amount, s.scope.kind, s.scope.key, s.scope.value, s.window, s.timezone, s.levels, s.action],
+    [
+      account,
+      id,
+      s.amount,
+      s.scope.kind,
+      s.scope.key,
+      s.scope.value,
+      s.window,
+      s.timezone,
+      s.levels,
+      s.action,
+      s.strict,
+    ],
   );
   if (!row) throw unknownAccount(account);
   if (!row.key_ok) {
@@ -117,7 +132,8 @@ export async function updateBudget(
            scope_key = CASE WHEN $3::text IS NULL THEN s.scope_key ELSE $4 END,
            scope_value = CASE WHEN $3::text IS NULL THEN s.scope_value ELSE $5 END,
            window_kind = coalesce($6, s.window_kind), timezone = coalesce($7, s.timezone),
-           levels = coalesce($8::smallint[], s.levels), action = coalesce($9, s.action), updated_at = now()
+           levels = coalesce($8::smallint[], s.levels), action = coalesce($9, s.action),
+           strict = coalesce($10::boolean, s.strict), updated_at = now()
          FROM cur WHERE s.id = cur.id AND (coalesce($9, s.action) <> 'block' OR cur.hard_cap)
            AND ($3::text IS DISTINCT FROM 'key' OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $5 AND k.account_id = s.account_id))
        RETURNING s.id
@@ -133,6 +149,7 @@ export async function updateBudget(
       changes.timezone ?? null,
       changes.levels ?? null,
       changes.action ?? null,
+      changes.strict ?? null,
     ],
   );
   if (!row) throw unknownBudget(id);

@@ -25,6 +25,8 @@ export interface BudgetDef {
   levels: number[];
   /** As set (`block` stays `block` on a plan without the hard cap; see `enforced`). */
   action: BudgetAction;
+  /** Admits (shadow: does not flag) a call only when its own worst case fits too (CONTRACT §6). */
+  strict: boolean;
   /** false for a block budget whose account's plan has no hard cap: it only alerts. */
   enforced: boolean;
   /** The account's monthly budget (`meter budget set`): its levels fire in alert_levels_fired. */
@@ -44,12 +46,13 @@ interface Row {
   amount: string;
   levels: number[];
   action: BudgetAction;
+  strict: boolean;
   account_budget: boolean;
 }
 
 const SELECT = `SELECT d.id, d.account_id, a.name AS account, p.hard_cap AS plan_hard_cap, d.scope_kind, d.scope_key,
     d.scope_value, d.window_kind, d.timezone, d.amount::text AS amount, d.levels::int[] AS levels, d.action,
-    d.account_budget
+    d.strict, d.account_budget
   FROM budget_definitions d JOIN accounts a ON a.id = d.account_id JOIN plans p ON p.name = a.plan`;
 const ORDER = `ORDER BY a.name, d.account_budget DESC, d.created_at, d.id`;
 
@@ -66,6 +69,7 @@ export function toDef(r: Row): BudgetDef {
     amountUnits,
     levels: [...r.levels].sort((a, b) => a - b),
     action: r.action,
+    strict: r.strict,
     enforced: r.action !== 'block' || r.plan_hard_cap,
     accountBudget: r.account_budget,
   };

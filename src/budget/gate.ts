@@ -10,6 +10,7 @@ import type { UsageEvent } from '../metering/event.js';
 import { formatUnits, toUnits } from '../money.js';
 import type { MatchedBudget } from './book.js';
 import { scopeText } from './scope.js';
+import type { WorstCost } from './worst-case.js';
 import type { ScopedBudgetMonitor } from './scoped-monitor.js';
 
 interface Held {
@@ -29,22 +30,27 @@ export class ShadowGate {
   constructor(private readonly monitor: ScopedBudgetMonitor) {}
 
   /**
-   * The shadow budgets among `budgets` that would refuse the call (what they count leaves less
-   * than its worst case, `undefined`: unknown, the whole amount); the call's worst case is then
-   * held under each shadow budget until its event says what it cost.
+   * The shadow budgets among `budgets` that would refuse the call as a block budget of the same
+   * amount would: nothing left of what they count (spend and calls in flight), or, strict, less
+   * left than its worst case (`undefined`: unknown, the whole amount); a model without a price,
+   * always. The call's worst case is then held under each shadow budget until its event says
+   * what it cost.
    */
-  check(callId: string, budgets: MatchedBudget[], worst: bigint | undefined, now: number): string[] {
+  check(callId: string, budgets: MatchedBudget[], worst: WorstCost, now: number): string[] {
     const shadows = budgets.filter((b) => b.action === 'shadow');
     if (shadows.length === 0) return [];
     const wouldBlock: string[] = [];
+    const units = typeof worst === 'bigint' ? worst : 0n;
     for (const b of shadows) {
       const committed = (this.monitor.spendOf(b.id, now) ?? 0n) + (this.#pending.get(b.id) ?? 0n);
-      if (committed + (worst ?? b.amountUnits) > b.amountUnits) {
+      const fits = b.strict
+        ? committed + (worst === undefined ? b.amountUnits : units) <= b.amountUnits
+        : committed < b.amountUnits;
+      if (worst === 'unpriced' || !fits) {
         wouldBlock.push(b.id);
         this.count(b.id, 'shadow');
       }
     }
-    const units = worst ?? 0n;
     const ids = shadows.map((b) => b.id);
     this.#inFlight.set(callId, { budgets: ids, units });
     this.#add(ids, units);
@@ -111,13 +117,25 @@ export class ShadowGate {
   }
 }
 
-/** The 402's message: names the budget's id, scope and window (CONTRACT §6). */
-export function refusalMessage(b: MatchedBudget, committed: bigint): string {
+/** The 402's message: names the budget's id, scope and window (CONTRACT §6); a strict budget
+ *  with room left, but less than the call's worst case, says both and that a lower max_tokens fits. */
+export function refusalMessage(b: MatchedBudget, committed: bigint, worst?: bigint, account?: string): string {
   const start = new Date(b.windowStart).toISOString();
   const end = new Date(b.windowEnd).toISOString();
+  const what = `budget ${b.id} (scope ${scopeText(b.scope)}, window ${b.window} in ${b.timezone}, ${start} to ${end})`;
+  const room = b.amountUnits - committed;
+  if (b.strict && worst !== undefined && room > 0n && worst > room) {
+    return (
+      `the strict ${what} of $${formatUnits(b.amountUnits)} has $${formatUnits(room)} left, less than this call's ` +
+      `worst case of $${formatUnits(worst)} (its input and its whole output limit at the model's price); ` +
+      'a lower max_tokens would fit, or raise the amount (meter budgets update)'
+    );
+  }
+  const whose = account
+    ? `the monthly budget of $${formatUnits(b.amountUnits)} for account ${account} is reached: `
+    : '';
   return (
-    `budget ${b.id} (scope ${scopeText(b.scope)}, window ${b.window} in ${b.timezone}, ${start} to ${end}) ` +
-    `of $${formatUnits(b.amountUnits)} is reached ($${formatUnits(committed)} spent or in flight); its hard cap ` +
-    'refuses calls until the next window or a higher amount (meter budgets update)'
+    `${whose}${what} of $${formatUnits(b.amountUnits)} is reached ($${formatUnits(committed)} spent or in flight); ` +
+    'its hard cap refuses calls until the next window or a higher amount (meter budgets update)'
   );
 }

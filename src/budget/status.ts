@@ -102,6 +102,7 @@ export interface BudgetView {
   levels: number[];
   levels_fired: number[];
   action: string;
+  strict: boolean;
   state: BudgetState;
   shadow_refusals: number;
 }
@@ -122,6 +123,7 @@ export function budgetView(s: BudgetStatus): BudgetView {
     levels: d.levels,
     levels_fired: s.levelsFired,
     action: d.action,
+    strict: d.strict,
     state: s.state,
     shadow_refusals: s.shadowRefusals,
   };

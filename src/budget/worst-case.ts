@@ -9,6 +9,8 @@ import { toUnits } from '../money.js';
 export const DEFAULT_WORST_OUTPUT_TOKENS = 32_768;
 /** Bytes of request body per input token, on the safe side (English runs ~4 bytes a token). */
 const BYTES_PER_TOKEN = 3;
+/** Choices counted at most (providers refuse far fewer; this keeps the figures finite). */
+const MAX_CHOICES = 1_000_000;
 
 export interface PricedCall {
   provider: ProviderSlug;
@@ -24,24 +26,22 @@ export interface PricedCall {
 
 /**
  * The most a call can cost, in units of 1e-8 USD: its input (from the body's size) and its output
- * limit. `undefined` when the call names a model that cannot be found at all (a body too large
- * to read whole without `model` in its first bytes): the caller must then assume the worst.
- * 0 for a call that can cost nothing (no model, or a model without a price: metering records
- * it at cost 0 too).
+ * limit times the choices asked for. `undefined` when the call names a model that cannot be
+ * found at all (a body too large to read whole without `model` in its first bytes): the caller
+ * must then assume the worst. 0 for a call that names no model (it can cost nothing);
+ * `unpriced` for a model meter has no price for (nothing bounds it).
  */
-export function worstCaseUnits(pricer: Pricer, call: PricedCall): bigint | undefined {
+export function worstCaseUnits(pricer: Pricer, call: PricedCall): WorstCost {
   return priceWorstCase(pricer, call, worstCaseTokens(call));
 }
 
+export type WorstCost = bigint | 'unpriced' | undefined;
+
 /** worstCaseUnits, from the call's worst-case tokens already read (one parse of the body). */
-export function priceWorstCase(
-  pricer: Pricer,
-  call: PricedCall,
-  worst: ReturnType<typeof worstCaseTokens>,
-): bigint | undefined {
+export function priceWorstCase(pricer: Pricer, call: PricedCall, worst: ReturnType<typeof worstCaseTokens>): WorstCost {
   if (worst === undefined) return undefined;
   if (worst.model === undefined) return 0n;
-  const { cost } = pricer.cost({
+  const { cost, unpriced } = pricer.cost({
     provider: call.provider,
     model: worst.model,
     usage: {
@@ -54,7 +54,7 @@ export function priceWorstCase(
     },
     time: call.time,
   });
-  return toUnits(cost);
+  return unpriced ? 'unpriced' : toUnits(cost);
 }
 
 /**
@@ -87,9 +87,25 @@ export function worstCaseTokens(
   const inputTokens = whole ? Math.ceil(call.bodyBytes / BYTES_PER_TOKEN) : call.bodyBytes;
   const window = findCatalogueModel(call.provider, model)?.context_window;
   const limit = maxOutputTokens(parsed);
-  const outputTokens =
-    limit ?? (window ? Math.max(1, window - (whole ? inputTokens : 0)) : DEFAULT_WORST_OUTPUT_TOKENS);
-  return { model, inputTokens, outputTokens };
+  const perChoice = limit ?? (window ? Math.max(1, window - (whole ? inputTokens : 0)) : DEFAULT_WORST_OUTPUT_TOKENS);
+  // Every choice is billed its own output; the prompt is billed once.
+  return { model, inputTokens, outputTokens: perChoice * choices(parsed) };
+}
+
+/** The number of choices (completions, candidates) the request asks for, in every provider's
+ *  spelling: `n` (OpenAI-compatible), `candidateCount` (Gemini), `num_generations` (Cohere). */
+export function choices(body: unknown): number {
+  if (!body || typeof body !== 'object') return 1;
+  const b = body as Record<string, unknown>;
+  const gen = (b.generationConfig ?? b.generation_config ?? b.config) as Record<string, unknown> | undefined;
+  const candidates = [
+    b.n,
+    b.num_generations,
+    gen && typeof gen === 'object' ? (gen.candidateCount ?? gen.candidate_count) : undefined,
+  ];
+  for (const c of candidates)
+    if (typeof c === 'number' && Number.isFinite(c) && c > 1) return Math.min(MAX_CHOICES, Math.ceil(c));
+  return 1;
 }
 
 /** The request's own output limit, in every provider's spelling. */

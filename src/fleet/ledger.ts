@@ -17,10 +17,13 @@ export interface LedgerOptions {
 export const DEFAULT_LEDGER: LedgerOptions = { ttlMs: 10_000, syncMs: 250, idleMs: 1_000 };
 
 /** What one call needs of one limit: units, or `rest` (all the fleet has left: a call whose
- *  worst case cannot be known). */
+ *  worst case cannot be known). `overdraw` (a block budget that is not strict, CONTRACT §6):
+ *  the call is admitted while any of the limit is left, and its units are then held whole,
+ *  past the limit if need be, so every sidecar sees them. */
 export interface Need {
   spec: LimitSpec;
   units: bigint | 'rest';
+  overdraw?: boolean;
 }
 
 export type Verdict = { ok: true } | { ok: false; limit: LimitSpec; offline: boolean };
@@ -106,7 +109,7 @@ export class FleetLedger {
       const now = Date.now();
       const lacking = leases.flatMap((lease, i) => {
         const units = this.#units(needs[i]!, lease);
-        return lease.available(now) >= units ? [] : [this.#obtain(lease, units)];
+        return lease.available(now) >= units ? [] : [this.#obtain(lease, units, needs[i]!.overdraw === true)];
       });
       const refused = (await Promise.all(lacking)).find((v) => !v.ok);
       if (refused) return refused;
@@ -116,9 +119,9 @@ export class FleetLedger {
     return { ok: false, limit: short.spec, offline: false };
   }
 
-  /** Asks the database until the slice covers `units`, the fleet has no room for them, or the
-   *  wait bound passes. */
-  async #obtain(lease: Lease, units: bigint): Promise<Verdict> {
+  /** Asks the database until the slice covers `units`, the fleet has no room for them (with
+   *  `overdraw`: no room at all), or the wait bound passes. */
+  async #obtain(lease: Lease, units: bigint, overdraw: boolean): Promise<Verdict> {
     const started = Date.now();
     const deadline = started + this.waitMs;
     lease.waiting += units;
@@ -131,7 +134,7 @@ export class FleetLedger {
         }
         try {
           if (Date.now() < this.#downUntil) throw new Error('database unreachable (retried shortly)');
-          await this.#statement(lease, units);
+          await this.#statement(lease, units, overdraw);
         } catch (err) {
           this.#unreachable(err);
           lease.offline = true;
@@ -141,11 +144,12 @@ export class FleetLedger {
         const now = Date.now();
         if (lease.available(now) >= units) return { ok: true };
         const refused: Verdict = { ok: false, limit: lease.spec, offline: false };
+        const least = overdraw ? 1n : units;
         // What the database counts leaves no room, or no other sidecar holds anything: final.
-        if (lease.spec.amount - lease.used < units || lease.othersGranted === 0n) return refused;
+        if (lease.spec.amount - lease.used < least || lease.othersGranted === 0n) return refused;
         // Other sidecars hold slices, and what they spent may have shrunk since they last wrote:
         // they give back and write afresh at their next sync, then the figures decide.
-        if (now - started >= 2 * this.opts.syncMs && lease.remaining() < units) return refused;
+        if (now - started >= 2 * this.opts.syncMs && lease.remaining() < least) return refused;
         if (now >= deadline) return refused;
         await new Promise((r) => setTimeout(r, POLL_MS));
       }
@@ -173,9 +177,9 @@ export class FleetLedger {
   }
 
   /** One lease statement, after any running one for the same lease. */
-  #statement(lease: Lease, need: bigint): Promise<void> {
+  #statement(lease: Lease, need: bigint, overdraw = false): Promise<void> {
     lease.pending++;
-    const grant = () => this.#grant(lease, need, need > lease.waiting ? need : lease.waiting);
+    const grant = () => this.#grant(lease, need, need > lease.waiting ? need : lease.waiting, overdraw);
     const run = lease.busy
       .then(grant, grant)
       .then(
@@ -193,9 +197,10 @@ export class FleetLedger {
   /**
    * Under the limit's lock: what the database counts (and which of this sidecar's ended calls
    * it shows), what the other sidecars hold, then this sidecar's new slice. `need`: units a
-   * waiting call needs; 0 to renew, top up or give back.
+   * waiting call needs; 0 to renew, top up or give back. `overdraw`: the call may take its
+   * units whole while any of the limit is left.
    */
-  async #grant(lease: Lease, need: bigint, total: bigint): Promise<void> {
+  async #grant(lease: Lease, need: bigint, total: bigint, overdraw: boolean): Promise<void> {
     const { spec } = lease;
     const started = Date.now();
     const ended = lease.ended();
@@ -243,7 +248,7 @@ export class FleetLedger {
       lease.used = BigInt(row!.used);
       lease.othersGranted = BigInt(row!.others_granted);
       lease.othersHeld = BigInt(row!.others_held);
-      const granted = this.#slice(lease, need, total, started);
+      const granted = this.#slice(lease, need, total, started, overdraw);
       const wants = granted - lease.held < need && lease.othersGranted > 0n ? total : 0n;
       // A smaller slice applies at once; a larger one once it is committed.
       const before = lease.granted;
@@ -259,7 +264,7 @@ export class FleetLedger {
   }
 
   /** The slice to hold: what is spent, plus what the next calls need, within what is left. */
-  #slice(lease: Lease, need: bigint, total: bigint, now: number): bigint {
+  #slice(lease: Lease, need: bigint, total: bigint, now: number, overdraw: boolean): bigint {
     const { spec } = lease;
     const unleased = spec.amount - lease.used - lease.othersGranted - lease.held;
     const idle = now - lease.lastTake >= this.opts.idleMs && total === 0n;
@@ -279,6 +284,9 @@ export class FleetLedger {
     // A slice that cannot cover even the call that asked is not taken: two sidecars each holding
     // part of what both wait for would each wait for the other.
     if (free < 0n || free < need) free = 0n;
+    // Spend and the fleet's calls in flight leave some room: the call is granted its whole units,
+    // past the limit, and the row written says so to every other sidecar.
+    if (overdraw && free < need && unleased > 0n) free = need;
     return lease.held + free;
   }
 

@@ -1,9 +1,15 @@
 import type { Principal } from '../auth/types.js';
 import type { BudgetBook, MatchedBudget } from '../budget/book.js';
 import { refusalMessage, type ShadowGate } from '../budget/gate.js';
-import { DEFAULT_WORST_OUTPUT_TOKENS, priceWorstCase, worstCaseTokens, type PricedCall } from '../budget/worst-case.js';
+import { scopeText } from '../budget/scope.js';
+import {
+  DEFAULT_WORST_OUTPUT_TOKENS,
+  priceWorstCase,
+  worstCaseTokens,
+  type PricedCall,
+  type WorstCost,
+} from '../budget/worst-case.js';
 import { windowBounds } from '../calendar.js';
-import { formatUnits } from '../money.js';
 import type { Plan, PlanBook } from '../plans/plans.js';
 import type { Pricer } from '../pricing/index.js';
 import type { Admission } from '../proxy/handler.js';
@@ -102,7 +108,7 @@ export class FleetAdmissions {
     }
     if (l.quota !== null) needs.push({ spec: this.#monthly(p.accountId, BigInt(l.quota), now), units: 1n });
     let matched: MatchedBudget[] = [];
-    let cost: bigint | undefined = 0n;
+    let cost: WorstCost = 0n;
     if (call.priced && this.budgets.book.admits(p.accountId)) {
       const budgetCall = {
         accountId: p.accountId,
@@ -112,13 +118,32 @@ export class FleetAdmissions {
       };
       matched = this.budgets.book.matching({ ...budgetCall, model: worst?.model }, now);
       cost = priceWorstCase(this.pricer, call.priced, worst);
+      const blocks = matched.filter((b) => b.action === 'block');
+      // Nothing bounds what a model without a price costs: a block budget refuses it outright.
+      if (cost === 'unpriced' && blocks.length > 0) return this.#unpriced(p, plan, blocks[0]!, worst!.model!);
       // A call that can cost nothing passes; one whose model cannot be known holds all that is left.
-      if (cost !== 0n)
-        for (const b of matched) if (b.action === 'block') needs.push({ spec: this.#budget(b), units: cost ?? 'rest' });
+      if (cost !== 0n && cost !== 'unpriced')
+        for (const b of blocks) needs.push({ spec: this.#budget(b), units: cost ?? 'rest', overdraw: !b.strict });
     }
     const answer = (v: Verdict) => this.#answer(v, call.id, p, plan, needs, matched, cost);
     const verdict = this.ledger.admit(call.id, needs, now);
     return verdict instanceof Promise ? verdict.then(answer) : answer(verdict);
+  }
+
+  /** 402 unpriced_model (CONTRACT §3): the call counts against nothing. */
+  #unpriced(p: Principal, plan: Plan, b: MatchedBudget, model: string): Admission {
+    this.budgets.shadows?.count(b.id, 'block');
+    const headers = rateHeaders(this.ledger.lease(this.#minute(`rpm:key:${p.keyId}`, this.#limits(p, plan).keyCalls)));
+    return {
+      ok: false,
+      status: 402,
+      code: 'unpriced_model',
+      headers,
+      message:
+        `model ${JSON.stringify(model)} has no price in meter, so the hard cap of budget ${b.id} ` +
+        `(scope ${scopeText(b.scope)}, window ${b.window}) cannot bound its cost; add its price in the file ` +
+        'METER_PRICES_FILE names (see `meter pricing show`), or call a priced model',
+    };
   }
 
   /** Frees what an admitted call took when no usage event will settle it. */
@@ -206,7 +231,7 @@ export class FleetAdmissions {
     plan: Plan,
     needs: Need[],
     matched: MatchedBudget[],
-    cost: bigint | undefined,
+    cost: WorstCost,
   ): Admission {
     const headers = rateHeaders(this.ledger.lease(needs[0]!.spec));
     if (v.ok) {
@@ -216,7 +241,8 @@ export class FleetAdmissions {
     const lease = this.ledger.lease(v.limit);
     const b = this.#budgets.get(v.limit.key);
     if (b) this.budgets.shadows?.count(b.id, 'block');
-    return { ...refusal(v, p, plan, b, lease), headers: { ...headers, ...retry(v, lease) } };
+    const worst = typeof cost === 'bigint' ? cost : undefined;
+    return { ...refusal(v, p, plan, b, lease, worst), headers: { ...headers, ...retry(v, lease) } };
   }
 }
 
@@ -226,6 +252,7 @@ function refusal(
   plan: Plan,
   budget: MatchedBudget | undefined,
   lease: Lease,
+  worst: bigint | undefined,
 ): Omit<Refusal, 'headers'> {
   const { key, amount } = v.limit;
   const n = String(amount);
@@ -236,11 +263,7 @@ function refusal(
     const message = v.offline
       ? `the hard cap of budget ${budget.id} cannot confirm room for this call: the database is unreachable ` +
         `and this sidecar's slice of the budget is used up or lapsed; calls resume when it answers ${where}`
-      : budget.accountBudget
-        ? `the monthly budget of $${formatUnits(budget.amountUnits)} for account ${p.accountName} is reached ` +
-          `($${formatUnits(lease.used)} spent, plus calls in flight across the fleet); the hard cap ` +
-          `refuses calls until the next month or a higher budget (meter budget set) ${where}`
-        : refusalMessage(budget, spent);
+      : refusalMessage(budget, spent, worst, budget.accountBudget ? p.accountName : undefined);
     return { ok: false, status: 402, code: 'budget_exceeded', message };
   }
   if (key.startsWith('quota:')) {

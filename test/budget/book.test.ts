@@ -15,6 +15,7 @@ const def = (id: string, scope: string, over: Partial<BudgetDef> = {}): BudgetDe
   amountUnits: 1_000_000_000n,
   levels: [50, 80, 100],
   action: 'alert',
+  strict: false,
   enforced: true,
   accountBudget: false,
   ...over,

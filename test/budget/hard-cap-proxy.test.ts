@@ -13,14 +13,14 @@ const call = (client: OpenAI) =>
 describe.skipIf(!postgresUrl)('the Pro hard cap through the proxy', () => {
   it('reserves a body too large to read whole at a token a byte plus the model window, so nothing else fits beside it', async () => {
     // 5 MiB of body at a token a byte is $13.11 of gpt-4o input, and its output limit is unknown
-    // (max_tokens is past what is read), so the model's 128k window: $1.28. With a budget of that
-    // worst case plus $0.0025, the big call is admitted (nothing spent) and, while it runs, holds
-    // all but $0.0025: a small call, whose worst case is $0.005, gets 402.
+    // (max_tokens is past what is read), so the model's 128k window: $1.28. With a budget a cent
+    // below that worst case, the big call is admitted (nothing is spent: any room admits) and,
+    // while it runs, holds more than the whole amount: a small call gets 402.
     const huge = 'x'.repeat(5 * 1024 * 1024);
     const body = JSON.stringify({ model: 'gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: huge }] });
     const bytes = Buffer.byteLength(body);
     const worst = toUnits(String(bytes * 2.5)) / 1_000_000n + toUnits('1.28');
-    const budget = formatUnits(worst + toUnits('0.0025'));
+    const budget = formatUnits(worst - toUnits('0.01'));
     const {
       key,
       upstream,

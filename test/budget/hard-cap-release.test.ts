@@ -76,6 +76,7 @@ beforeAll(async () => {
       amountUnits: 1_000_000_000n,
       levels: [50, 80, 100],
       action: 'block',
+      strict: true,
       enforced: true,
       accountBudget: true,
     },

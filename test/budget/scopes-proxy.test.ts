@@ -1,7 +1,8 @@
 /**
  * Budgets of every scope through the proxy, with the official SDKs against a fake provider:
- * a tag, a key and a model budget that block (each refuses a call once what is spent leaves less
- * than its worst case, naming its id, scope and window in the 402), a provider budget in shadow mode (calls go
+ * a tag (strict), a key and a model budget that block (each refuses a call once what is spent
+ * leaves no room, or, strict, less than its worst case, naming its id, scope and window in the
+ * 402), a provider budget in shadow mode (strict; calls go
  * through, flagged on their events, counted in /metrics and analytics), an account budget far
  * from its limit that every call is also subject to, and an alerting budget in a DST zone whose
  * levels fire once each, delivered to a webhook with the budget's fields.
@@ -76,12 +77,17 @@ describeEachBackend('budgets of every scope through the proxy', (backend) => {
     const keyB = await createKey(setup, 'teams');
     const make = (scope: string, amount: string, action: 'alert' | 'block' | 'shadow', extra = {}) =>
       createBudget(setup, 'teams', { scope: parseScope(scope), amount, action, ...extra });
-    const tag = await make('tag:tenant=globex', '0.015', 'block', { window: 'day', timezone: 'Asia/Kolkata' });
+    const tag = await make('tag:tenant=globex', '0.015', 'block', {
+      window: 'day',
+      timezone: 'Asia/Kolkata',
+      strict: true,
+    });
     const key = await make(`key:${keyB.id}`, '0.02', 'block');
     const model = await make('model:gpt-4o-mini', '0.001', 'block', { window: 'week', timezone: 'America/New_York' });
     const provider = await make('provider:anthropic', '0.007', 'shadow', {
       window: 'quarter',
       timezone: 'Asia/Kathmandu',
+      strict: true,
     });
     const roomy = await make('account', '100', 'block');
     const alerting = await make('account', '0.02', 'alert', { levels: [10, 50], timezone: 'Australia/Lord_Howe' });
@@ -130,8 +136,8 @@ describeEachBackend('budgets of every scope through the proxy', (backend) => {
     expect(several[0]).toMatch(/^402: /);
     expect(several[0]).toContain(`budget ${tag.id} (scope tag:tenant=globex`);
 
-    // Shadow: every call goes through; from the third on, each is a would-be refusal (what is
-    // spent leaves less than its worst case: 200 output tokens, $0.0031 with its input).
+    // Shadow (strict): every call goes through; from the third on, each is a would-be refusal
+    // (what is spent leaves less than its worst case: 200 output tokens, $0.0031 with its input).
     const claude: Anthropic = anthropicVia(daemon, keyA.key);
     const shadowed = await run(
       () =>

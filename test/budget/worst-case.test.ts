@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  choices,
   DEFAULT_WORST_OUTPUT_TOKENS,
   maxOutputTokens,
   worstCaseTokens,
@@ -48,7 +49,7 @@ describe("a call's worst case (the hard cap's and the tokens-a-minute limits' re
     expect(worstCaseTokens(c)).toEqual({ model: 'gpt-4o', inputTokens, outputTokens: 1000 });
     // Without max_tokens: the model's context window bounds the output.
     const open = call(body());
-    expect(worstCaseUnits(pricer, open)).toBeGreaterThan(worstCaseUnits(pricer, c)!);
+    expect(worstCaseUnits(pricer, open)).toBeGreaterThan(worstCaseUnits(pricer, c) as bigint);
     expect(worstCaseTokens(open)!.outputTokens).toBe(128_000 - Math.ceil(open.bodyBytes / 3));
     expect(DEFAULT_WORST_OUTPUT_TOKENS).toBeGreaterThan(0);
   });
@@ -69,5 +70,18 @@ describe("a call's worst case (the hard cap's and the tokens-a-minute limits' re
     // A call that names no model costs nothing and counts no tokens.
     const none = Buffer.from('{"input":"x"}');
     expect(worstCaseUnits(pricer, call(none))).toBe(0n);
+  });
+
+  it('multiplies the output by the choices asked for, in every provider spelling', () => {
+    expect(choices({ n: 128 })).toBe(128);
+    expect(choices({ generationConfig: { candidateCount: 4 } })).toBe(4);
+    expect(choices({ config: { candidateCount: 3 } })).toBe(3);
+    expect(choices({ num_generations: 5 })).toBe(5);
+    expect(choices({ n: 'many' })).toBe(1);
+    const many = Buffer.from(JSON.stringify({ model: 'gpt-4o', n: 128, max_tokens: 1000, messages: [] }));
+    expect(worstCaseTokens(call(many))!.outputTokens).toBe(128_000);
+    // A model meter has no price for cannot be bounded: said as such, never as $0.
+    const unknown = Buffer.from(JSON.stringify({ model: 'gpt-9-imaginary', max_tokens: 10, messages: [] }));
+    expect(worstCaseUnits(pricer, call(unknown))).toBe('unpriced');
   });
 });

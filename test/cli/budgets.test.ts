@@ -47,6 +47,7 @@ describeEachBackend('meter budgets', (backend) => {
       '95,85,50',
       '--action',
       'shadow',
+      '--strict',
     );
     expect(b).toMatchObject({
       account: 'acme',
@@ -59,6 +60,7 @@ describeEachBackend('meter budgets', (backend) => {
       levels: [50, 85, 95],
       levels_fired: [],
       action: 'shadow',
+      strict: true,
       state: 'ok',
     });
     expect(b.id).toMatch(/^[0-9a-f]{12}$/);
@@ -68,7 +70,9 @@ describeEachBackend('meter budgets', (backend) => {
     const shown = await json('budgets', 'show', String(b.id));
     expect(shown).toEqual(b);
     const updated = await json('budgets', 'update', String(b.id), '--amount', '2', '--action', 'alert');
-    expect(updated).toMatchObject({ id: b.id, amount: 2, action: 'alert', window: 'week', state: 'alerting' });
+    expect(updated).toMatchObject({ id: b.id, amount: 2, action: 'alert', strict: true, window: 'week' });
+    expect(updated.state).toBe('alerting');
+    expect(await json('budgets', 'update', String(b.id), '--no-strict')).toMatchObject({ id: b.id, strict: false });
   });
 
   it('the account budget is listed with the others, and update and delete reach it', async () => {

@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
 import { setBudget } from '../../src/budget/admin.js';
+import { createBudget } from '../../src/budget/budgets-admin.js';
 import { formatUnits, toUnits } from '../../src/money.js';
 import { openEmbedded } from '../../src/store/embedded.js';
 import { migrate, openStore } from '../../src/store/index.js';
@@ -14,7 +15,10 @@ import { startFakeUpstream } from '../helpers/upstreams.js';
 const FIT = 20;
 
 // The fleet's limits on one sidecar, on every store (TimescaleDB mode on its test engine): 64
-// calls at once admit exactly what the hard cap, the quota and both per-minute limits hold.
+// calls at once admit exactly what the hard cap (both rules), the quota and both per-minute
+// limits hold. The hard cap admits while spend plus the worst cases in flight is below its
+// amount: 19½ worst cases admit 20 calls (the 20th takes it past). A strict cap admits only
+// calls whose worst case fits: 20½ worst cases admit 20 too.
 describeEachBackend(
   'limits of one sidecar',
   (backend) => {
@@ -30,6 +34,7 @@ describeEachBackend(
       const keys: Record<string, string> = {};
       for (const [account, plan] of [
         ['capped', 'pro'],
+        ['strict', 'pro'],
         ['quota', 'free'],
         ['calls', 'pro'],
         ['tokens', 'pro'],
@@ -44,7 +49,12 @@ describeEachBackend(
             [account, id, account === 'calls' ? FIT : null, account === 'tokens' ? FIT * WORST_TOKENS + 10 : null],
           );
       }
-      await setBudget(setup, 'capped', formatUnits(WORST * BigInt(FIT) + WORST / 2n), true);
+      await setBudget(setup, 'capped', formatUnits(WORST * BigInt(FIT) - WORST / 2n), true);
+      await createBudget(setup, 'strict', {
+        amount: formatUnits(WORST * BigInt(FIT) + WORST / 2n),
+        action: 'block',
+        strict: true,
+      });
       await setup.close();
 
       const upstream = await startFakeUpstream();
@@ -52,8 +62,12 @@ describeEachBackend(
         METER_DATA_DIR: dataDir,
         ...(backend.name === 'timescale' ? { METER_DB_POOL_MAX: '1' } : {}),
       });
-      const expected = { capped: [402, 'budget_exceeded'], quota: [429, 'quota_exceeded'] } as Record<string, unknown>;
-      for (const account of ['capped', 'quota', 'calls', 'tokens']) {
+      const expected = {
+        capped: [402, 'budget_exceeded'],
+        strict: [402, 'budget_exceeded'],
+        quota: [429, 'quota_exceeded'],
+      } as Record<string, unknown>;
+      for (const account of ['capped', 'strict', 'quota', 'calls', 'tokens']) {
         const answers = await burst(upstream, [daemon.url], keys[account]!);
         expect(
           answers.filter((a) => a.status === 200),
@@ -62,7 +76,7 @@ describeEachBackend(
         for (const a of answers.filter((x) => x.status !== 200))
           expect([a.status, a.code]).toEqual(expected[account] ?? [429, 'rate_limited']);
       }
-      // The capped account's spend, read from the store: 20 calls' real cost, under the cap.
+      // The capped account's spend, read from the store: 20 calls' real cost.
       const spend = async () =>
         toUnits(
           (

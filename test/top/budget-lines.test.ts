@@ -21,6 +21,7 @@ const view = (over: Partial<BudgetView>): BudgetView => ({
   levels: [50, 80, 100],
   levels_fired: [],
   action: 'alert',
+  strict: false,
   state: 'ok',
   shadow_refusals: 0,
   ...over,
