@@ -1,7 +1,8 @@
 import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { rename, rm, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { EXPORT_FORMATS } from '../../src/export/params.js';
+import { focusMetadata } from '../../src/export/focus.js';
 import { exportAccount, exportParamsOf, type ExportArgs } from '../../src/export/admin.js';
 import { prepareExport, streamSink, writeExport, type ExportSink } from '../../src/export/run.js';
 import { CliError, UsageError, withStore } from '../context.js';
@@ -41,6 +42,13 @@ function counted(sink: ExportSink, tty: boolean, headerLines: number) {
       return { rows: Math.max(0, lines - headerLines), bytes };
     },
   };
+}
+
+/** FOCUS metadata (FocusVersion and the schema) beside the file, written whole or not at all. */
+async function writeFocusMetadata(file: string): Promise<void> {
+  const aside = `${file}.metadata.json.partial-${process.pid}`;
+  await writeFile(aside, `${JSON.stringify(focusMetadata(new Date()), null, 2)}\n`);
+  await rename(aside, `${file}.metadata.json`);
 }
 
 export function registerExport(program: Command): void {
@@ -89,6 +97,7 @@ export function registerExport(program: Command): void {
             out.end((err?: Error | null) => (err ? reject(err) : resolve())),
           );
           await rename(partial, opts.out!);
+          if (p.format === 'focus') await writeFocusMetadata(opts.out!);
         }
       } catch (err) {
         if (partial) {

@@ -1,15 +1,34 @@
 /**
- * FOCUS 1.2 (FinOps Open Cost and Usage Specification) rows: one per UTC day × provider ×
- * model × tag set. The columns are the specification's Mandatory ones, the Recommended and
- * Conditional ones that apply to metered LLM usage, and meter's own `x_` columns (the spec's
- * prefix for custom columns). docs/export.md lists them with their meaning.
+ * FOCUS 1.2 (FinOps Open Cost and Usage Specification) rows, as the specification's
+ * `specification/columns/*.md` define them: one row per UTC day × provider × model × tag set ×
+ * priced unit (input tokens, cached input tokens, output tokens, web searches, …) × unit price.
+ * Each call is split into its priced units the way it was priced (src/pricing/cost.ts), so a row
+ * has one list unit price and one contracted unit price, and unit price × PricingQuantity is the
+ * row's cost. ListCost stays at list price when a negotiated discount (`discount_pct`) lowers
+ * ContractedCost, BilledCost and EffectiveCost. docs/export.md lists the columns.
  */
+import { createHash } from 'node:crypto';
+import { Pricer } from '../pricing/pricer.js';
+import type { PricedCall } from '../pricing/pricer.js';
+import { splitUsage } from '../pricing/cost.js';
+import {
+  divRoundHalfEven,
+  formatDec,
+  formatFixed,
+  normalise,
+  pow10,
+  type Dec,
+  type Ratio,
+} from '../pricing/decimal.js';
+import { UNITS, type PriceClass } from '../pricing/units.js';
+import { usageFromStored, type StoredUsage } from '../metering/event-units.js';
 import type { ProviderSlug } from '../providers/types.js';
+import { stringTags } from '../tags.js';
 import { nextDay } from './params.js';
-import type { GroupRow } from './rows.js';
 
 export const FOCUS_VERSION = '1.2';
 
+/** The specification's columns meter fills (alphabetical, as the spec lists them), then meter's own. */
 export const FOCUS_COLUMNS = [
   'BilledCost',
   'BillingAccountId',
@@ -26,9 +45,11 @@ export const FOCUS_COLUMNS = [
   'ConsumedQuantity',
   'ConsumedUnit',
   'ContractedCost',
+  'ContractedUnitPrice',
   'EffectiveCost',
   'InvoiceIssuerName',
   'ListCost',
+  'ListUnitPrice',
   'PricingCategory',
   'PricingQuantity',
   'PricingUnit',
@@ -40,14 +61,19 @@ export const FOCUS_COLUMNS = [
   'ServiceCategory',
   'ServiceName',
   'ServiceSubcategory',
+  'SkuId',
+  'SkuMeter',
+  'SkuPriceDetails',
+  'SkuPriceId',
   'Tags',
   'x_Requests',
-  'x_InputTokens',
-  'x_CachedInputTokens',
-  'x_OutputTokens',
 ] as const;
 
 export type FocusColumn = (typeof FOCUS_COLUMNS)[number];
+
+/** Free text a caller chooses (a model name): the CSV writer's formula guard applies to it.
+ *  Identifiers are never altered: they start with a fixed provider slug or are UUIDs instead. */
+export const FOCUS_FREE_TEXT: readonly FocusColumn[] = ['ResourceName'];
 
 /** Who bills the usage, and the service's name, per provider slug. */
 const PROVIDERS: Record<ProviderSlug, { name: string; service: string }> = {
@@ -66,6 +92,83 @@ function provider(slug: string): { name: string; service: string } {
   return PROVIDERS[slug as ProviderSlug] ?? { name: slug, service: `${slug} API` };
 }
 
+/** SkuMeter per priced unit, and what one is counted in (FOCUS UnitFormat: plural, capitalised). */
+const METERS: Record<PriceClass, string> = {
+  input: 'Input Tokens',
+  cache_read: 'Cached Input Tokens',
+  cache_write: 'Cache Write Tokens',
+  cache_write_1h: 'Cache Write Tokens (1 Hour)',
+  input_audio: 'Audio Input Tokens',
+  cache_audio_read: 'Cached Audio Input Tokens',
+  input_image: 'Image Input Tokens',
+  cache_image_read: 'Cached Image Input Tokens',
+  input_video: 'Video Input Tokens',
+  output: 'Output Tokens',
+  output_audio: 'Audio Output Tokens',
+  output_image: 'Image Output Tokens',
+  output_video: 'Video Output Tokens',
+  web_search: 'Web Searches',
+  social_search: 'Social Searches',
+  storage_search: 'File Searches',
+  rerank_search: 'Rerank Searches',
+  request: 'Requests',
+};
+
+function consumedUnit(cls: PriceClass): string {
+  if (UNITS[cls].tokens) return 'Tokens';
+  return cls === 'request' ? 'Requests' : 'Searches';
+}
+
+/** Prices are per million tokens or per thousand calls: the provider's own pricing unit. */
+const pricingUnit = (cls: PriceClass) => `${UNITS[cls].per} ${consumedUnit(cls)}`;
+
+/** Unit prices are written to 12 decimals (exact for every published price; a service tier's
+ *  repeating ratio, such as 20/11, is rounded there). */
+const PRICE_DECIMALS = 12;
+
+function priceDec(r: Ratio): Dec {
+  return normalise({ coef: divRoundHalfEven(r.num * pow10(PRICE_DECIMALS), r.den), scale: PRICE_DECIMALS });
+}
+
+const times = (a: Ratio, b: Ratio | undefined): Ratio => (b ? { num: a.num * b.num, den: a.den * b.den } : a);
+
+/** unit price × quantity, rounded once (half-even) to 8 decimals. */
+function costOf(price: Dec, quantity: Dec): string {
+  const scale = price.scale + quantity.scale;
+  const product = price.coef * quantity.coef;
+  const units = scale >= 8 ? divRoundHalfEven(product, pow10(scale - 8)) : product * pow10(8 - scale);
+  return formatFixed(units, 8);
+}
+
+/** An event as the FOCUS export reads it (src/export/rows.ts FOCUS_EVENT_COLUMNS). */
+export interface FocusEvent extends StoredUsage {
+  event_id: string;
+  time_utc: string;
+  provider: string;
+  model: string;
+  requested_model: string | null;
+  unpriced: boolean;
+  tags: Record<string, unknown> | null;
+}
+
+interface Line {
+  provider: string;
+  model: string;
+  tags: string;
+  cls: PriceClass;
+  skuId: string;
+  skuPriceId: string;
+  details: string;
+  list: Dec;
+  contracted: Dec;
+  quantity: bigint;
+  calls: number;
+}
+
+/** The tier named in SKU price ids: a tier that changes the price, else `standard`. */
+const tierName = (call: PricedCall | undefined, serviceTier: string | null) =>
+  call?.tier && serviceTier ? serviceTier : 'standard';
+
 const at = (day: string) => `${day}T00:00:00Z`;
 
 function billingPeriod(day: string): [string, string] {
@@ -75,53 +178,189 @@ function billingPeriod(day: string): [string, string] {
   return [at(start), at(end)];
 }
 
-/** Adds decimal integer strings exactly. */
-const addIntegers = (a: string, b: string) => (BigInt(a) + BigInt(b)).toString();
+/**
+ * Collects a day's priced units and writes them as rows when the day is over. Events arrive in
+ * time order; memory holds one day's distinct rows, never its events.
+ */
+export class FocusRows {
+  #day: string | undefined;
+  readonly #lines = new Map<string, Line>();
 
-/** One FOCUS row; null is an empty cell (CSV). `tags` is already filtered to string pairs. */
-export function focusRow(
-  r: GroupRow,
-  account: { id: string; name: string },
-  tags: Record<string, string>,
-): Record<FocusColumn, string | null> {
-  const day = r.day!;
-  const [periodStart, periodEnd] = billingPeriod(day);
-  const p = provider(r.provider!);
-  const tokens = addIntegers(r.input_tokens, r.output_tokens);
+  constructor(
+    private readonly account: { id: string; name: string },
+    private readonly pricer: Pricer,
+  ) {}
+
+  /** Adds events; returns the rows of the days they closed. */
+  add(events: FocusEvent[]): Record<FocusColumn, string | null>[] {
+    const out: Record<FocusColumn, string | null>[] = [];
+    for (const e of events) {
+      const day = e.time_utc.slice(0, 10);
+      if (day !== this.#day) out.push(...this.end());
+      this.#day = day;
+      this.#addEvent(e);
+    }
+    return out;
+  }
+
+  /** The rows of the day still open. */
+  end(): Record<FocusColumn, string | null>[] {
+    const day = this.#day;
+    if (day === undefined) return [];
+    const lines = [...this.#lines.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, l]) => l);
+    this.#lines.clear();
+    this.#day = undefined;
+    return lines.map((l) => this.#row(day, l));
+  }
+
+  #addEvent(e: FocusEvent): void {
+    const usage = usageFromStored(e);
+    const slug = e.provider as ProviderSlug;
+    // A call recorded without a price is shown at 0, as it counts in meter's spend.
+    const call = e.unpriced
+      ? undefined
+      : this.pricer.lines({
+          provider: slug,
+          model: e.model,
+          requestedModel: e.requested_model,
+          usage,
+          time: new Date(e.time_utc),
+        });
+    const tags = JSON.stringify(stringTags(e.tags));
+    const tier = tierName(call, e.service_tier);
+    const lines = call
+      ? call.lines
+      : [...splitUsage(usage)].filter(([, n]) => n > 0).map(([cls, quantity]) => ({ cls, quantity, price: undefined }));
+    for (const line of lines) {
+      const { cls } = line;
+      const price = line.price;
+      let list: Dec;
+      let contracted: Dec;
+      const detail: Record<string, string | number> = { x_ServiceTier: tier };
+      let skuPriceId = `${e.provider}/${call?.matchedModel ?? e.model}/${cls}:${tier}`;
+      if (!price) {
+        list = contracted = { coef: 0n, scale: 0 };
+        skuPriceId += ':unpriced';
+        detail.x_Unpriced = 'true';
+      } else {
+        const listRatio = times(
+          { num: price.coef, den: pow10(price.scale) },
+          UNITS[cls].tokens ? call!.tier : undefined,
+        );
+        list = priceDec(listRatio);
+        contracted = priceDec(times(listRatio, call!.discount));
+        if ('above' in line && line.above !== undefined) {
+          skuPriceId += `:above-${line.above}`;
+          detail.x_InputTokensAbove = line.above;
+        }
+        if ('window' in line && line.window) {
+          skuPriceId += `:utc-${line.window}`;
+          detail.x_TimeOfDayUtc = line.window;
+        }
+      }
+      const skuId = `${e.provider}/${call?.matchedModel ?? e.model}/${cls}`;
+      const key = [e.provider, e.model, tags, skuPriceId, formatDec(list), formatDec(contracted)].join('\u0000');
+      const found = this.#lines.get(key);
+      if (found) {
+        found.quantity += BigInt(line.quantity);
+        found.calls += 1;
+      } else {
+        const details = JSON.stringify(detail);
+        this.#lines.set(key, {
+          ...{ provider: e.provider, model: e.model, tags, cls, skuId, skuPriceId, details, list, contracted },
+          quantity: BigInt(line.quantity),
+          calls: 1,
+        });
+      }
+    }
+  }
+
+  #row(day: string, l: Line): Record<FocusColumn, string | null> {
+    const [periodStart, periodEnd] = billingPeriod(day);
+    const p = provider(l.provider);
+    const per = UNITS[l.cls].per;
+    const pricingQuantity: Dec = normalise({ coef: l.quantity, scale: per === 1_000 ? 3 : 6 });
+    const contractedCost = costOf(l.contracted, pricingQuantity);
+    return {
+      BilledCost: contractedCost,
+      BillingAccountId: this.account.id,
+      BillingAccountName: this.account.name || null,
+      BillingCurrency: 'USD',
+      BillingPeriodEnd: periodEnd,
+      BillingPeriodStart: periodStart,
+      ChargeCategory: 'Usage',
+      ChargeClass: null,
+      ChargeDescription: `${METERS[l.cls]} of ${l.model || 'an unnamed model'} on ${p.service}`,
+      ChargeFrequency: 'Usage-Based',
+      ChargePeriodEnd: at(nextDay(day)),
+      ChargePeriodStart: at(day),
+      ConsumedQuantity: l.quantity.toString(),
+      ConsumedUnit: consumedUnit(l.cls),
+      ContractedCost: contractedCost,
+      ContractedUnitPrice: formatDec(l.contracted),
+      EffectiveCost: contractedCost,
+      InvoiceIssuerName: p.name,
+      ListCost: costOf(l.list, pricingQuantity),
+      ListUnitPrice: formatDec(l.list),
+      PricingCategory: 'Standard',
+      PricingQuantity: formatDec(pricingQuantity),
+      PricingUnit: pricingUnit(l.cls),
+      ProviderName: p.name,
+      PublisherName: p.name,
+      ResourceId: `${l.provider}/${l.model}`,
+      ResourceName: l.model || null,
+      ResourceType: 'Model',
+      ServiceCategory: 'AI and Machine Learning',
+      ServiceName: p.service,
+      ServiceSubcategory: 'Generative AI',
+      SkuId: l.skuId,
+      SkuMeter: METERS[l.cls],
+      SkuPriceDetails: l.details,
+      SkuPriceId: l.skuPriceId,
+      Tags: l.tags,
+      x_Requests: String(l.calls),
+    };
+  }
+}
+
+const pricers = new Map<string, Pricer>();
+
+/** The pricer that splits calls for exports: the daemon's prices (METER_PRICES_FILE and the
+ *  price table in force), made once per prices file. */
+export function exportPricer(env: Record<string, string | undefined> = process.env): Pricer {
+  const file = env.METER_PRICES_FILE?.trim() ?? '';
+  let p = pricers.get(file);
+  if (!p) {
+    p = Pricer.fromEnv(env);
+    pricers.set(file, p);
+  }
+  return p;
+}
+
+const DATA_TYPES: Partial<Record<FocusColumn, string>> = {
+  BillingPeriodEnd: 'DATETIME',
+  BillingPeriodStart: 'DATETIME',
+  ChargePeriodEnd: 'DATETIME',
+  ChargePeriodStart: 'DATETIME',
+  SkuPriceDetails: 'JSON',
+  Tags: 'JSON',
+};
+const DECIMALS = /Cost$|UnitPrice$|Quantity$|^x_Requests$/;
+
+/** The FOCUS metadata of an export (specification/metadata: DataGenerator, the schema with its
+ *  FocusVersion, CreationDate and column definitions), written beside a file as
+ *  `<file>.metadata.json`. The schema id is derived from the columns: it changes when they do. */
+export function focusMetadata(created: Date): Record<string, unknown> {
+  const columns = FOCUS_COLUMNS.map((c) => ({
+    ColumnName: c,
+    DataType: DATA_TYPES[c] ?? (DECIMALS.test(c) ? 'DECIMAL' : 'STRING'),
+    ...(DATA_TYPES[c] || DECIMALS.test(c) ? {} : { StringEncoding: 'UTF-8' }),
+  }));
   return {
-    BilledCost: r.cost,
-    BillingAccountId: account.id,
-    BillingAccountName: account.name,
-    BillingCurrency: 'USD',
-    BillingPeriodEnd: periodEnd,
-    BillingPeriodStart: periodStart,
-    ChargeCategory: 'Usage',
-    ChargeClass: null,
-    ChargeDescription: `${r.model} tokens on ${p.service}`,
-    ChargeFrequency: 'Usage-Based',
-    ChargePeriodEnd: at(nextDay(day)),
-    ChargePeriodStart: at(day),
-    ConsumedQuantity: tokens,
-    ConsumedUnit: 'Tokens',
-    ContractedCost: r.cost,
-    EffectiveCost: r.cost,
-    InvoiceIssuerName: p.name,
-    ListCost: r.cost,
-    PricingCategory: 'Standard',
-    PricingQuantity: tokens,
-    PricingUnit: 'Tokens',
-    ProviderName: p.name,
-    PublisherName: p.name,
-    ResourceId: r.model!,
-    ResourceName: r.model!,
-    ResourceType: 'Model',
-    ServiceCategory: 'AI and Machine Learning',
-    ServiceName: p.service,
-    ServiceSubcategory: 'Generative AI',
-    Tags: JSON.stringify(tags),
-    x_Requests: r.requests,
-    x_InputTokens: r.input_tokens,
-    x_CachedInputTokens: r.cached_input_tokens,
-    x_OutputTokens: r.output_tokens,
+    DataGenerator: 'meter',
+    SchemaId: `meter-focus-${FOCUS_VERSION}-${createHash('sha256').update(FOCUS_COLUMNS.join(',')).digest('hex').slice(0, 16)}`,
+    FocusVersion: FOCUS_VERSION,
+    CreationDate: created.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    ColumnDefinition: columns,
   };
 }

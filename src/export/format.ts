@@ -7,7 +7,8 @@
 import { isoTime } from '../calendar.js';
 import { stringTags } from '../tags.js';
 import { integer, stringifyJson as toJson, type JsonValue } from '../money.js';
-import { FOCUS_COLUMNS, focusRow } from './focus.js';
+import { FOCUS_COLUMNS, FOCUS_FREE_TEXT, FocusRows, type FocusEvent } from './focus.js';
+import type { Pricer } from '../pricing/pricer.js';
 import type { ExportParams } from './params.js';
 import type { GroupRow, RawRow } from './rows.js';
 
@@ -47,6 +48,8 @@ export interface RowFormatter {
   extension: string;
   header: string;
   batch(rows: (RawRow | GroupRow)[]): string;
+  /** What is left once every row was given (FOCUS writes a day's rows when the day is over). */
+  end?(): string;
 }
 
 const CSV = 'text/csv; charset=utf-8; header=present';
@@ -56,25 +59,22 @@ export function rowFormatter(
   p: ExportParams,
   account: { id: string; name: string },
   tagKeys: readonly string[],
+  pricer: Pricer,
 ): RowFormatter {
   if (p.format === 'focus') {
+    const focus = new FocusRows(account, pricer);
+    const lines = (rows: ReturnType<FocusRows['end']>) =>
+      rows
+        .map((row) =>
+          csvLine(FOCUS_COLUMNS.map((c) => (FOCUS_FREE_TEXT.includes(c) && row[c] ? safeText(row[c]) : row[c]))),
+        )
+        .join('');
     return {
       contentType: CSV,
       extension: 'csv',
       header: csvLine([...FOCUS_COLUMNS]),
-      batch: (rows) =>
-        rows
-          .map((r) => {
-            const row = focusRow(r as GroupRow, account, stringTags((r as GroupRow).tags ?? null));
-            return csvLine(
-              FOCUS_COLUMNS.map((c) =>
-                c === 'ResourceId' || c === 'ResourceName' || c === 'ChargeDescription'
-                  ? safeText(row[c] ?? '')
-                  : row[c],
-              ),
-            );
-          })
-          .join(''),
+      batch: (rows) => lines(focus.add(rows as unknown as FocusEvent[])),
+      end: () => lines(focus.end()),
     };
   }
   const g = p.groupBy;

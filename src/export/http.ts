@@ -10,6 +10,7 @@ import type { Principal } from '../auth/types.js';
 import type { Logger } from '../log.js';
 import { sendError } from '../http.js';
 import type { Queryable } from '../store/types.js';
+import { FOCUS_VERSION } from './focus.js';
 import { checkExportParams, type Checked, type ExportParams } from './params.js';
 import { exportFileName, prepareExport, StalledReader, streamSink, writeExport } from './run.js';
 
@@ -92,6 +93,8 @@ export async function serveExport(
     'content-disposition': `attachment; filename="${exportFileName(account.name, p, formatter.extension)}"`,
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
+    // FOCUS names its version in metadata kept apart from the rows (specification/metadata).
+    ...(p.format === 'focus' ? { 'x-focus-version': FOCUS_VERSION } : {}),
   });
   try {
     await writeExport(db, account, p, formatter, streamSink(res, { idleMs }));

@@ -6,7 +6,7 @@
  * whose single connection the event writer shares.
  */
 import type { Queryable } from '../store/types.js';
-import { nextDay, type ExportParams } from './params.js';
+import type { ExportParams } from './params.js';
 
 /** Rows fetched per round trip (a batch of raw rows is about 0.2 MB of text). */
 export const BATCH_ROWS = 1_000;
@@ -43,6 +43,10 @@ export interface GroupRow {
 const RAW_COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time_utc,
   provider, model, key_id, status, input_tokens, cached_input_tokens, output_tokens, cost::text AS cost,
   usage_source, tags`;
+/** What the FOCUS export prices each event from (src/export/focus.ts FocusEvent). */
+const FOCUS_EVENT_COLUMNS = `event_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time_utc,
+  provider, model, requested_model, input_tokens, cached_input_tokens, cache_write_tokens, output_tokens,
+  reasoning_tokens, units, service_tier, unpriced, tags`;
 const SUMS = `count(*)::text AS requests, sum(input_tokens)::text AS input_tokens,
   sum(cached_input_tokens)::text AS cached_input_tokens, sum(output_tokens)::text AS output_tokens,
   sum(cost)::text AS cost`;
@@ -66,13 +70,6 @@ function rangeParams(accountId: string, from: string, to: string): unknown[] {
 
 function groupStatement(accountId: string, p: ExportParams, from: string, to: string): Statement {
   const params = rangeParams(accountId, from, to);
-  if (p.format === 'focus') {
-    return {
-      sql: `SELECT ${DAY} AS day, provider, model, tags, ${SUMS} FROM usage_events WHERE ${WHERE}
-        GROUP BY 1, provider, model, tags ORDER BY 1, provider, model, tags::text`,
-      params,
-    };
-  }
   const g = p.groupBy!;
   if (g.kind === 'day')
     return { sql: `SELECT ${DAY} AS day, ${SUMS} FROM usage_events WHERE ${WHERE} GROUP BY 1 ORDER BY 1`, params };
@@ -112,20 +109,22 @@ export async function eachBatch(
   p: ExportParams,
   onBatch: OnBatch<RawRow | GroupRow>,
 ): Promise<void> {
-  if (p.format !== 'focus' && p.groupBy === undefined) return rawByKeyset(db, accountId, p, onBatch);
-  // Groups over the whole range are few (a day each, models, tag values); FOCUS rows (a day,
-  // model and tag set each) are read a day at a time, so a day's rows bound the memory.
-  const days: [string, string][] = [];
-  if (p.format !== 'focus') days.push([p.from, p.to]);
-  else for (let day = p.from; day < p.to; day = nextDay(day)) days.push([day, nextDay(day)]);
-  for (const [from, to] of days) {
-    const st = groupStatement(accountId, p, from, to);
-    const rows = await db.query<GroupRow>(st.sql, st.params);
-    for (let i = 0; i < rows.length; i += BATCH_ROWS) await onBatch(rows.slice(i, i + BATCH_ROWS));
-  }
+  // FOCUS prices each event unit by unit (src/export/focus.ts): it reads events, in time order.
+  if (p.format === 'focus') return rawByKeyset(db, accountId, p, FOCUS_EVENT_COLUMNS, onBatch);
+  if (p.groupBy === undefined) return rawByKeyset(db, accountId, p, RAW_COLUMNS, onBatch);
+  // Groups over the whole range are few (a day each, models, tag values).
+  const st = groupStatement(accountId, p, p.from, p.to);
+  const rows = await db.query<GroupRow>(st.sql, st.params);
+  for (let i = 0; i < rows.length; i += BATCH_ROWS) await onBatch(rows.slice(i, i + BATCH_ROWS));
 }
 
-async function rawByKeyset(db: Queryable, accountId: string, p: ExportParams, onBatch: OnBatch<RawRow>): Promise<void> {
+async function rawByKeyset(
+  db: Queryable,
+  accountId: string,
+  p: ExportParams,
+  columns: string,
+  onBatch: OnBatch<RawRow>,
+): Promise<void> {
   let after: { time: string; id: string } | undefined;
   for (;;) {
     const params = rangeParams(accountId, p.from, p.to);
@@ -133,7 +132,7 @@ async function rawByKeyset(db: Queryable, accountId: string, p: ExportParams, on
       ? `AND (time, event_id) > ($${params.push(after.time)}::timestamptz, $${params.push(after.id)}::uuid)`
       : '';
     const rows = await db.query<RawRow>(
-      `SELECT ${RAW_COLUMNS} FROM usage_events WHERE ${WHERE} ${keyset} ORDER BY time, event_id LIMIT ${BATCH_ROWS}`,
+      `SELECT ${columns} FROM usage_events WHERE ${WHERE} ${keyset} ORDER BY time, event_id LIMIT ${BATCH_ROWS}`,
       params,
     );
     if (rows.length === 0) return;

@@ -5,6 +5,8 @@
  * database cursor).
  */
 import type { Queryable } from '../store/types.js';
+import type { Pricer } from '../pricing/pricer.js';
+import { exportPricer } from './focus.js';
 import { rowFormatter, type RowFormatter } from './format.js';
 import type { ExportParams } from './params.js';
 import { eachBatch, tagKeys } from './rows.js';
@@ -25,9 +27,14 @@ export interface ExportAccount {
 }
 
 /** The formatter for an export (its columns, content type), before any row is read. */
-export async function prepareExport(db: Queryable, account: ExportAccount, p: ExportParams): Promise<RowFormatter> {
+export async function prepareExport(
+  db: Queryable,
+  account: ExportAccount,
+  p: ExportParams,
+  pricer: Pricer = exportPricer(),
+): Promise<RowFormatter> {
   const keys = p.format === 'csv' && !p.groupBy ? await tagKeys(db, account.id, p) : [];
-  return rowFormatter(p, account, keys);
+  return rowFormatter(p, account, keys, pricer);
 }
 
 export async function writeExport(
@@ -50,6 +57,7 @@ export async function writeExport(
     await put(formatter.batch(rows));
     onProgress?.(progress);
   });
+  await put(formatter.end?.() ?? '');
   return progress;
 }
 

@@ -139,3 +139,35 @@ export function costFraction(resolved: ResolvedModel, usage: Usage, time: Date, 
 export function costString(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): string {
   return formatFixed(costUnits(resolved, usage, time, tier), COST_DECIMALS);
 }
+
+/** One priced unit of a call: its quantity and the price that applied to it (per million
+ *  tokens or per thousand calls), before the service tier's multiplier and the discount. */
+export interface PricedLine {
+  cls: PriceClass;
+  quantity: number;
+  price: Dec;
+  /** The long-context tier that re-priced the class: total input tokens above this. */
+  above?: number;
+  /** The price entry's time-of-day window (`16:30-00:30`), when the entry has one. */
+  window?: string;
+}
+
+/** A call's billed units one by one, split and priced as costFraction does (for exports that
+ *  show a row per priced unit). Units of quantity 0 are left out. */
+export function costLines(resolved: ResolvedModel, usage: Usage, time: Date): PricedLine[] {
+  const entry = selectEntry(resolved.model, time);
+  const totals = unitTotals(usage);
+  const c = entry.constraint;
+  const window = c?.type === 'time_of_day' ? `${c.startTime}-${c.endTime}` : undefined;
+  const lines: PricedLine[] = [];
+  for (const [cls, quantity] of unitLeaves(totals, planOf(entry.prices))) {
+    if (quantity === 0) continue;
+    const t = entry.prices[cls]!;
+    const tier = t.tiers.filter((x) => totals.input > x.start).pop();
+    const line: PricedLine = { cls, quantity, price: tier ? tier.price : t.base };
+    if (tier) line.above = tier.start;
+    if (window) line.window = window;
+    lines.push(line);
+  }
+  return lines;
+}

@@ -1,6 +1,6 @@
 import { compileCatalogueModel, findCatalogueModel, normaliseModelName } from './catalogue.js';
 import { activePriceTable, priceTableGeneration } from './price-data.js';
-import { COST_DECIMALS, costFraction, ZERO_COST } from './cost.js';
+import { COST_DECIMALS, costFraction, costLines, ZERO_COST, type PricedLine } from './cost.js';
 import { divRoundHalfEven, formatFixed, type Ratio } from './decimal.js';
 import { formatRatio, serviceTierRatio } from './service-tiers.js';
 import {
@@ -29,6 +29,17 @@ export interface Resolution {
   resolved: ResolvedModel;
   /** Catalogue model id, or the overrides key for explicit prices. */
   matchedModel: string;
+}
+
+/** A call priced unit by unit (Pricer.lines). */
+export interface PricedCall {
+  lines: PricedLine[];
+  /** The catalogue model id or overrides key that priced the call. */
+  matchedModel: string;
+  /** The service tier's multiplier of token prices (absent: standard). */
+  tier?: Ratio;
+  /** The negotiated discount's multiplier of every price (absent: none). */
+  discount?: Ratio;
 }
 
 /** Distinct provider+model names kept; a client inventing model names cannot grow memory without bound. */
@@ -127,15 +138,36 @@ export class Pricer {
     return this.#price(input)?.exact;
   }
 
+  /** The call's priced units one by one, with what multiplies their prices (see costLines), or
+   *  undefined: unpriced. The same resolution as cost(). */
+  lines(input: CostInput): PricedCall | undefined {
+    try {
+      const found = this.#resolution(input);
+      if (!found) return undefined;
+      const { r, tier } = found;
+      const call: PricedCall = { lines: costLines(r.resolved, input.usage, input.time), matchedModel: r.matchedModel };
+      if (tier) call.tier = tier;
+      if (r.resolved.discount) call.discount = r.resolved.discount.ratio;
+      return call;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #resolution(input: CostInput): { r: Resolution; name: string; tier: Ratio | undefined } | undefined {
+    for (const name of [input.model, input.requestedModel]) {
+      if (!name) continue;
+      const r = this.resolve(input.provider, name);
+      if (!r) continue;
+      return { r, name, tier: serviceTierRatio(input.provider, input.usage.serviceTier, r.resolved.model.id) };
+    }
+    return undefined;
+  }
+
   #price(input: CostInput): { exact: Ratio; r: Resolution; name: string; tier: Ratio | undefined } | undefined {
     try {
-      for (const name of [input.model, input.requestedModel]) {
-        if (!name) continue;
-        const r = this.resolve(input.provider, name);
-        if (!r) continue;
-        const tier = serviceTierRatio(input.provider, input.usage.serviceTier, r.resolved.model.id);
-        return { exact: costFraction(r.resolved, input.usage, input.time, tier), r, name, tier };
-      }
+      const found = this.#resolution(input);
+      if (found) return { ...found, exact: costFraction(found.r.resolved, input.usage, input.time, found.tier) };
     } catch {
       // an event is still recorded, flagged unpriced
     }

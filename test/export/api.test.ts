@@ -1,45 +1,11 @@
 import { beforeAll, expect, it } from 'vitest';
-import { FOCUS_COLUMNS } from '../../src/export/focus.js';
 import type { Db } from '../../src/store/types.js';
 import { createAccount, FixedKeys, startApi, type TestAccount, type TestApi } from '../analytics/helpers/api.js';
 import { makeEvent, seedEvents } from '../analytics/helpers/seed.js';
 import { describeEachBackend } from '../helpers/stores.js';
-import { FOCUS_1_2, FOCUS_1_2_VALUES } from './focus-1.2-columns.js';
+import { parseCsv } from './csv.js';
 
 const NOW = new Date('2026-05-14T15:30:00.000Z');
-
-/** RFC 4180 parsing (quoted fields, doubled quotes, CRLF), for checking what a spreadsheet reads. */
-export function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(field);
-      field = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = '';
-      i++;
-    } else field += c;
-  }
-  if (field !== '' || row.length) {
-    row.push(field);
-    rows.push(row);
-  }
-  return rows;
-}
 
 describeEachBackend('GET /analytics/export', (backend) => {
   let db: Db;
@@ -174,50 +140,5 @@ describeEachBackend('GET /analytics/export', (backend) => {
     ]);
     const csvTag = await api.get('/analytics/export?format=csv&group_by=tag:team', pro.key);
     expect(csvTag.text.split('\r\n')[3]).toBe(',1,20,7,0.20000000'); // untagged: an empty value
-  });
-
-  it('FOCUS 1.2: one row per day × model × tag set, columns and types as the specification lists them', async () => {
-    const r = await api.get('/analytics/export?format=focus', pro.key);
-    expect(r.status).toBe(200);
-    const [header, ...rows] = parseCsv(r.text);
-    expect(header).toEqual([...FOCUS_COLUMNS]);
-    // Every Mandatory column of FOCUS 1.2 is present; every other column is the spec's or custom (x_).
-    for (const [name, spec] of Object.entries(FOCUS_1_2))
-      if (spec.level === 'Mandatory') expect(header).toContain(name);
-    for (const name of header!) expect(Object.hasOwn(FOCUS_1_2, name) || name.startsWith('x_'), name).toBe(true);
-    expect(rows).toHaveLength(3);
-    for (const row of rows) {
-      header!.forEach((name, i) => {
-        const spec = FOCUS_1_2[name];
-        const v = row[i]!;
-        if (!spec) return;
-        if (!spec.nulls) expect(v, name).not.toBe('');
-        if (v === '') return;
-        if (spec.type === 'Decimal') expect(v, name).toMatch(/^-?\d+(\.\d+)?$/);
-        if (spec.type === 'Date/Time') expect(v, name).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
-        if (spec.type === 'JSON') expect(typeof JSON.parse(v), name).toBe('object');
-        if (FOCUS_1_2_VALUES[name]) expect(FOCUS_1_2_VALUES[name], name).toContain(v);
-      });
-    }
-    const at = (row: string[], name: string) => row[header!.indexOf(name)];
-    const last = rows[2]!;
-    expect(at(last, 'ChargePeriodStart')).toBe('2026-05-14T00:00:00Z');
-    expect(at(last, 'ChargePeriodEnd')).toBe('2026-05-15T00:00:00Z');
-    expect(at(last, 'BillingPeriodStart')).toBe('2026-05-01T00:00:00Z');
-    expect(at(last, 'BillingPeriodEnd')).toBe('2026-06-01T00:00:00Z');
-    expect(at(last, 'BilledCost')).toBe('123456789012.30000001');
-    expect(at(last, 'EffectiveCost')).toBe('123456789012.30000001');
-    expect(at(last, 'ListCost')).toBe('123456789012.30000001');
-    expect(at(last, 'BillingCurrency')).toBe('USD');
-    expect(at(last, 'ChargeCategory')).toBe('Usage');
-    expect(at(last, 'ServiceCategory')).toBe('AI and Machine Learning');
-    expect(at(last, 'ProviderName')).toBe('OpenAI');
-    expect(at(last, 'InvoiceIssuerName')).toBe('OpenAI');
-    expect(at(last, 'ResourceId')).toBe('gpt-4o');
-    expect(at(last, 'ConsumedQuantity')).toBe('9007199254741011');
-    expect(at(last, 'ConsumedUnit')).toBe('Tokens');
-    expect(JSON.parse(at(last, 'Tags')!)).toEqual({ team: 'search', env: 'prod' });
-    expect(at(last, 'BillingAccountId')).toBe(pro.principal.accountId);
-    expect(at(rows[0]!, 'Tags')).toBe('{}');
   });
 });

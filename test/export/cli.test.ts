@@ -97,12 +97,31 @@ describe.skipIf(!postgresUrl)('meter export on PostgreSQL', () => {
         '{"provider":"anthropic","model":"claude-sonnet-4","requests":1,"input_tokens":100,"output_tokens":20,"cost":"1.00000000"}',
         '{"provider":"openai","model":"gpt-4o","requests":1,"input_tokens":100,"output_tokens":20,"cost":"0.12345678"}',
       ]);
+      const focusFile = join(dir, 'march-focus.csv');
       const focus = await runCli(
-        ['export', '--account', 'acme', '--from', '2026-03-01', '--to', '2026-04-01', '--format', 'focus'],
+        ['export', '--account', 'acme', '--from', '2026-03-01', '--to', '2026-04-01', '--format', 'focus'].concat([
+          '--out',
+          focusFile,
+        ]),
         env,
       );
       expect(focus.code).toBe(0);
-      expect(focus.stdout.split('\r\n')).toHaveLength(4); // header, two rows, the final CRLF
+      // Two calls of input and output tokens each: a header, four rows, the final CRLF.
+      const lines = readFileSync(focusFile, 'utf8').split('\r\n');
+      expect(lines).toHaveLength(6);
+      // FOCUS metadata beside the file: the version, the schema and its columns.
+      const meta = JSON.parse(readFileSync(`${focusFile}.metadata.json`, 'utf8')) as {
+        FocusVersion: string;
+        DataGenerator: string;
+        SchemaId: string;
+        CreationDate: string;
+        ColumnDefinition: { ColumnName: string; DataType: string }[];
+      };
+      expect(meta.FocusVersion).toBe('1.2');
+      expect(meta.DataGenerator).toBe('meter');
+      expect(meta.CreationDate).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+      expect(meta.ColumnDefinition.map((c) => c.ColumnName).join(',')).toBe(lines[0]);
+      expect(meta.ColumnDefinition.find((c) => c.ColumnName === 'BilledCost')!.DataType).toBe('DECIMAL');
     },
   );
 
