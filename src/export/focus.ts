@@ -21,7 +21,7 @@ import {
   type Ratio,
 } from '../pricing/decimal.js';
 import { UNITS, type PriceClass } from '../pricing/units.js';
-import { usageFromStored, type StoredUsage } from '../metering/event-units.js';
+import { usageFromStored, type StoredUsage } from '../store/event-units.js';
 import type { ProviderSlug } from '../providers/types.js';
 import { stringTags } from '../tags.js';
 import { nextDay } from './params.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FOCUS_COLUMNS, FOCUS_VERSION } from '../../src/export/focus.js';
 import { Pricer } from '../../src/pricing/pricer.js';
-import { usageFromStored } from '../../src/metering/event-units.js';
+import { usageFromStored } from '../../src/store/event-units.js';
 import type { UsageEvent } from '../../src/metering/event.js';
 import type { Db } from '../../src/store/types.js';
 import { createAccount, FixedKeys, startApi, type TestAccount, type TestApi } from '../analytics/helpers/api.js';
