@@ -31,6 +31,8 @@ COPY --from=build /app/dist/cli ./dist/cli
 COPY --from=build /app/dist/embedded-template ./dist/embedded-template
 COPY package.json ./
 COPY sql ./sql
+# The spend page's files (GET /ui), read from the package root like sql/.
+COPY ui ./ui
 # /data is owned by node before it becomes a volume: a fresh named volume takes this owner, so
 # the daemon (USER node) can write meter.lock, spool/ and the embedded store there.
 # `meter` on the PATH: `docker compose exec meter meter keys create …`.

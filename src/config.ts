@@ -101,6 +101,8 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(['http:', 'https:']).optional(),
   OTEL_SDK_DISABLED: z.enum(['true', 'false']).optional(),
+  // The read-only spend page at /ui (docs/ui.md).
+  METER_UI: z.enum(['on', 'off']).optional(),
 });
 
 export interface Config {
@@ -144,6 +146,8 @@ export interface Config {
   reconcileAlertPct: number;
   /** OpenTelemetry export of a span and GenAI metrics per call (an OTLP endpoint is set). */
   otel: boolean;
+  /** The spend page at /ui (METER_UI=off: 404). */
+  ui: boolean;
 }
 
 export interface Limits {
@@ -196,6 +200,7 @@ export const DEFAULTS: Readonly<Record<string, string>> = {
   METER_METERING_BODY_BYTES: '4194304',
   METER_MAX_DECODED_BYTES: '67108864',
   METER_RECONCILE_ALERT_PCT: '2',
+  METER_UI: 'on',
 };
 
 /** METER_* names that are not daemon settings but are read elsewhere (an application's own
@@ -361,6 +366,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
     otel:
       (e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined) &&
       e.OTEL_SDK_DISABLED !== 'true',
+    ui: e.METER_UI !== 'off',
   });
 }
 

@@ -12,6 +12,7 @@ import { priceTableComponent } from '../pricing/component.js';
 import { proxyComponent } from '../proxy/component.js';
 import { reconcileJob } from '../reconcile/job.js';
 import { aggregateRefresher } from '../store/timescale/refresher.js';
+import { uiComponent } from '../ui/component.js';
 
 export interface ComposeOptions {
   /** Tuning of the event writer (tests). */
@@ -66,6 +67,8 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(fleet.component);
   await start(await proxyComponent(ctx, { metering: metering.metering, admission: fleet.admissions }));
   await start(await analyticsComponent(ctx));
+  // The spend page at /ui: static files that read the analytics API with the user's key.
+  await start(uiComponent(ctx));
   // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
   await start(aggregateRefresher(ctx));
   await start(createAlertDeliverer(ctx, changes));

@@ -138,8 +138,10 @@ describe('the Dockerfile, against the repository', () => {
 
   it('ships what dist/ reads at run time that tsc does not emit, and no dev dependency, test or compiler', () => {
     const finalCopies = copies(finalStage);
-    // sql/ (migrations, read from the package root) and package.json (how the root is found)
+    // sql/ (migrations) and ui/ (the spend page), read from the package root, and package.json
+    // (how the root is found)
     expect(finalCopies).toContainEqual({ from: undefined, sources: ['sql'], dest: './sql' });
+    expect(finalCopies).toContainEqual({ from: undefined, sources: ['ui'], dest: './ui' });
     expect(finalCopies).toContainEqual({ from: undefined, sources: ['package.json'], dest: './' });
     expect(finalCopies.map((c) => c.from ?? c.sources.join(' '))).toEqual([
       'deps',
@@ -148,6 +150,7 @@ describe('the Dockerfile, against the repository', () => {
       'build',
       'package.json',
       'sql',
+      'ui',
     ]);
     // every file tsc does not emit (not .ts) under src/ and cli/ is emitted all the same (allowJs)
     // or read from a shipped directory
@@ -252,10 +255,10 @@ describe('the runtime image, laid out in a directory', () => {
       if (!/ENOTCACHED|offline/i.test(`${(err as { stderr?: Buffer }).stderr}`)) throw err;
       copyProductionModules(app);
     }
-    // COPY --from=build /app/dist/src ./dist/src (and cli, embedded-template), COPY sql ./sql
+    // COPY --from=build /app/dist/src ./dist/src (and cli, embedded-template), COPY sql ./sql, COPY ui ./ui
     for (const d of ['src', 'cli', 'embedded-template'])
       cpSync(join(packageRoot, 'dist', d), join(app, 'dist', d), { recursive: true });
-    cpSync(join(packageRoot, 'sql'), join(app, 'sql'), { recursive: true });
+    for (const d of ['sql', 'ui']) cpSync(join(packageRoot, d), join(app, d), { recursive: true });
     // RUN mkdir -p /data && chown node:node /data && chmod 755 dist/cli/main.js && ln -s … meter
     data = join(app, 'data');
     mkdirSync(data);
@@ -316,6 +319,9 @@ describe('the runtime image, laid out in a directory', () => {
       timeout: 10_000,
     });
     expect(health.status, String(health.stderr)).toBe(0);
+    // the spend page and its chart library (a production dependency) are in the image
+    for (const path of ['/ui', '/ui/uplot.js'])
+      expect((await fetch(`http://127.0.0.1:${port}${path}`)).status, path).toBe(200);
 
     // what the node user wrote in its data directory
     for (const made of ['meter.lock', 'spool']) {
