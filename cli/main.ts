@@ -2,7 +2,7 @@
 import { CommanderError } from 'commander';
 import { endQuietlyOnClosedOutput } from './closed-output.js';
 import { buildProgram } from './program.js';
-import { exitCodeOf } from './usage.js';
+import { cliFailure } from '../src/errors.js';
 import { restrictUmask } from '../src/store/private-files.js';
 
 // Whatever meter writes (the embedded store's files, spool, logs of dead letters) is 0600/0700.
@@ -20,15 +20,8 @@ try {
     // --help and --version exit 0; everything else commander rejects is a usage error.
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else {
-    const e = err as Error;
-    const debug = process.env.METER_DEBUG === '1' || process.env.METER_DEBUG === 'true';
-    // One line (CONTRACT §1): a driver's multi-line message is joined, the stack only on request.
-    const text = debug
-      ? (e.stack ?? e.message)
-      : String(e.message)
-          .replace(/\s*\n\s*/g, ' ')
-          .trim();
-    process.stderr.write(`meter: ${text}\n`);
-    process.exitCode = exitCodeOf(err);
+    const { line, exitCode } = cliFailure(err, process.env.METER_DEBUG === '1' || process.env.METER_DEBUG === 'true');
+    process.stderr.write(line);
+    process.exitCode = exitCode;
   }
 }

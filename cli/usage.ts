@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { UsageError } from './context.js';
-import { MeterError } from '../src/errors.js';
 
 /** `meter keys create`: the command's full name, as a user types it. */
 function fullName(cmd: Command): string {
@@ -43,7 +42,4 @@ export function oneLineErrors(cmd: Command): void {
   for (const sub of cmd.commands) oneLineErrors(sub);
 }
 
-/** CONTRACT §1: 2 for a usage error (a bad flag, argument or setting), 1 for a runtime failure. */
-export function exitCodeOf(err: unknown): number {
-  return err instanceof MeterError ? err.exitCode : 1;
-}
+export { exitCodeOf } from '../src/errors.js';

@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { printable } from '../../src/printable.js';
 import { budgetViewJson, type BudgetView } from '../../src/budget/status.js';
 import {
-  BudgetSpecError,
   parseAction,
   parseLevels,
   parseScope,
@@ -30,7 +29,7 @@ interface SpecFlags {
   json?: boolean;
 }
 
-/** The flags given, parsed: a bad value is a usage error (exit 2) before the store opens. */
+/** The flags given, parsed: a bad value is a usage error (exit 2: BudgetSpecError, UsageError) before the store opens. */
 function specOf(f: SpecFlags): {
   amount?: string;
   scope?: Scope;
@@ -40,26 +39,21 @@ function specOf(f: SpecFlags): {
   action?: BudgetAction;
   strict?: boolean;
 } {
-  try {
-    const amount = f.amount === undefined ? undefined : parseBudgetUsd(f.amount);
-    if (f.amount !== undefined && amount === undefined) {
-      throw new BudgetSpecError(
-        `--amount "${f.amount}" is invalid: expected a USD amount greater than 0, at most 12 digits before the point and 8 after (e.g. 250 or 99.5)`,
-      );
-    }
-    return {
-      amount,
-      scope: f.scope === undefined ? undefined : parseScope(f.scope),
-      window: f.window === undefined ? undefined : parseWindow(f.window),
-      timezone: f.tz === undefined ? undefined : parseTimeZone(f.tz),
-      levels: f.levels === undefined ? undefined : parseLevels(f.levels),
-      action: f.action === undefined ? undefined : parseAction(f.action),
-      strict: f.strict,
-    };
-  } catch (err) {
-    if (err instanceof BudgetSpecError) throw new UsageError(err.message);
-    throw err;
+  const amount = f.amount === undefined ? undefined : parseBudgetUsd(f.amount);
+  if (f.amount !== undefined && amount === undefined) {
+    throw new UsageError(
+      `--amount "${f.amount}" is invalid: expected a USD amount greater than 0, at most 12 digits before the point and 8 after (e.g. 250 or 99.5)`,
+    );
   }
+  return {
+    amount,
+    scope: f.scope === undefined ? undefined : parseScope(f.scope),
+    window: f.window === undefined ? undefined : parseWindow(f.window),
+    timezone: f.tz === undefined ? undefined : parseTimeZone(f.tz),
+    levels: f.levels === undefined ? undefined : parseLevels(f.levels),
+    action: f.action === undefined ? undefined : parseAction(f.action),
+    strict: f.strict,
+  };
 }
 
 const rowOf = (v: BudgetView) => ({

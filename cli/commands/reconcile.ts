@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
 import { formatUnits } from '../../src/reconcile/amount.js';
 import { reconciliationJson } from '../../src/reconcile/json.js';
-import { ReconcileError, runReconciliation } from '../../src/reconcile/run.js';
-import { ProviderApiError } from '../../src/reconcile/http.js';
-import { MappingError } from '../../src/reconcile/store.js';
+import { runReconciliation } from '../../src/reconcile/run.js';
 import {
   RECONCILABLE,
   type Figures,
@@ -11,7 +9,7 @@ import {
   type ReconcileProvider,
   type Reconciliation,
 } from '../../src/reconcile/types.js';
-import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
+import { printJson, printTable, UsageError, withStore } from '../context.js';
 import type { StoreRunner } from './budget.js';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -45,17 +43,6 @@ export function dateRange(opts: { from?: string; to?: string }, now = new Date()
   if (days <= 0) throw new UsageError(`--to ${to} must be after --from ${from} (--to is exclusive)`);
   if (days > MAX_DAYS) throw new UsageError(`--from ${from} to --to ${to} is ${days} days: at most ${MAX_DAYS}`);
   return { from, to };
-}
-
-/** A refused key, a provider that keeps failing, a missing key: exit 1 with its one line. */
-async function asCliError<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof ProviderApiError || err instanceof ReconcileError || err instanceof MappingError)
-      throw new CliError(err.message);
-    throw err;
-  }
 }
 
 const usd = (n: bigint | null) => (n === null ? '-' : `$${formatUnits(n)}`);
@@ -137,9 +124,8 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
       const p = provider(opts.provider);
       const range = dateRange(opts);
       await run(async (store, config) => {
-        const report = await asCliError(() =>
-          runReconciliation(store, { provider: p, account: opts.account, ...range, config }),
-        );
+        // A refused key, a provider that keeps failing, a missing key: a MeterError, exit 1 with its line.
+        const report = await runReconciliation(store, { provider: p, account: opts.account, ...range, config });
         if (opts.json) printJson(reconciliationJson(report));
         else printReport(report);
       });
@@ -166,9 +152,7 @@ export function registerReconcile(program: Command, run: StoreRunner = withStore
         const p = provider(opts.provider);
         const { kind, id } = mappingTarget(p, opts);
         await run(async (store) => {
-          const m = await asCliError(() =>
-            store.call('reconcile.map', { provider: p, kind, id, account: opts.account }),
-          );
+          const m = await store.call('reconcile.map', { provider: p, kind, id, account: opts.account });
           if (opts.json) return printJson(m);
           out(`${p} ${kind.replace('_', ' ')} ${id} → account ${m.account}`);
         });

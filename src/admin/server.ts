@@ -3,7 +3,7 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { MeterError } from '../errors.js';
+import { userError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sendError, sendJson } from '../http.js';
 import type { AdminAddress } from '../store/lockfile.js';
@@ -73,7 +73,8 @@ export async function startAdminServer(
       sendJson(res, 200, { result: (await runAdminCommand(db, name as AdminCommandName, args, ctx)) ?? null });
     } catch (err) {
       const e = err as Error;
-      if (e instanceof MeterError) return sendError(res, e.status, e.code, e.message);
+      const user = userError(e);
+      if (user) return sendError(res, user.status, user.code, user.message);
       logger.error({ command: name, err: e }, 'admin command failed');
       sendError(res, 500, 'internal_error', `${name} failed: ${e.message}`);
     }

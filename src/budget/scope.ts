@@ -2,6 +2,7 @@
  * Budget scopes, windows, levels and actions (CONTRACT §6): what a budget definition is, how
  * the CLI spells it (`tag:team=search`), and whether a call matches it. A leaf of src/budget.
  */
+import { MeterError } from '../errors.js';
 import { validTimeZone, type WindowKind } from '../calendar.js';
 import { TAG_KEY_RE } from '../tags.js';
 
@@ -23,8 +24,9 @@ export interface Scope {
 export const ACCOUNT_SCOPE: Scope = { kind: 'account', key: null, value: null };
 
 /** A user error in a budget's definition; the message names the flag and what is allowed. */
-export class BudgetSpecError extends Error {
+export class BudgetSpecError extends MeterError {
   override name = 'BudgetSpecError';
+  override readonly exitCode = 2;
 }
 
 /** `account`, `key:<key-id>`, `tag:<k>=<v>`, `model:<model>` or `provider:<slug>`. */

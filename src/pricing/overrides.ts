@@ -1,4 +1,5 @@
 /** Loading METER_PRICES_FILE: read once at start, validate, compile to exact prices. */
+import { MeterError } from '../errors.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -19,7 +20,8 @@ import { PRICE_CLASSES, SELF_SUFFICIENT_CLASSES, UNITS, type PriceClass } from '
 export const PRICES_FILE_ENV = 'METER_PRICES_FILE';
 
 /** A prices file that cannot be used. The message names the file, the place and what is allowed. */
-export class PricesFileError extends Error {
+export class PricesFileError extends MeterError {
+  override name = 'PricesFileError';
   constructor(
     readonly file: string,
     readonly problems: { path: string; message: string }[],

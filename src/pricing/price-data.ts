@@ -5,6 +5,7 @@
  * good one is kept in METER_DATA_DIR, and genai-prices' own `updatePrices` hook makes it the data
  * its model matching reads. Cost arithmetic never uses the catalogue's floats (see cost.ts).
  */
+import { MeterError } from '../errors.js';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,7 +40,7 @@ export interface PriceTableInfo {
 }
 
 /** A price data file that cannot be used; the message says why. */
-export class PriceDataError extends Error {
+export class PriceDataError extends MeterError {
   override name = 'PriceDataError';
 }
 

@@ -1,11 +1,14 @@
+import { MeterError } from '../errors.js';
 import type { IncomingMessage } from 'node:http';
 
 /** The metering reads the requested model from the body: a copy is kept up to this size. */
 export const REQUEST_COPY_LIMIT = 4 * 1024 * 1024;
 
 /** A request body over METER_MAX_BODY_BYTES: the upstream request is aborted, the client gets 413. */
-export class BodyTooLargeError extends Error {
+export class BodyTooLargeError extends MeterError {
   override name = 'BodyTooLargeError';
+  override readonly code = 'request_too_large';
+  override readonly status = 413;
   constructor(readonly maxBytes: number) {
     super(`request body over ${maxBytes} bytes (METER_MAX_BODY_BYTES)`);
   }

@@ -1,3 +1,4 @@
+import { MeterFailure } from '../errors.js';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
@@ -11,7 +12,7 @@ import type { UpstreamTarget } from './targets.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
-class ClientGoneError extends Error {
+class ClientGoneError extends MeterFailure {
   override name = 'ClientGoneError';
   constructor() {
     super('the client closed the connection');

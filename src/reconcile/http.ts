@@ -3,6 +3,8 @@
  * honoured), refused admin keys named by their variable. Messages never carry the key.
  */
 
+import { MeterError } from '../errors.js';
+
 export interface AdminApi {
   /** Base address, as the proxy's upstream (`https://api.openai.com/v1`). */
   baseUrl: string;
@@ -28,7 +30,7 @@ export interface RetryOptions {
 export const DEFAULT_RETRY: RetryOptions = { attempts: 5, firstDelayMs: 1_000, maxDelayMs: 30_000, timeoutMs: 30_000 };
 
 /** A provider error the user acts on: one line, exit 1; nothing from the run is stored as complete. */
-export class ProviderApiError extends Error {
+export class ProviderApiError extends MeterError {
   override name = 'ProviderApiError';
 }
 

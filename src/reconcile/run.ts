@@ -5,6 +5,7 @@
  * CLI on an embedded store held by a daemon works the same way. The admin key stays in this
  * process: it is sent to the provider and nowhere else.
  */
+import { MeterError } from '../errors.js';
 import type { AdminPort } from '../admin/client.js';
 import type { Config } from '../config.js';
 import { providers } from '../providers/index.js';
@@ -25,7 +26,7 @@ export const ADMIN_KEY_VARIABLE: Record<ReconcileProvider, string> = {
 export const SETTLE_MS = 6 * 3_600_000;
 
 /** Thrown for a run that cannot start (no admin key, an account without a mapping): exit 1. */
-export class ReconcileError extends Error {
+export class ReconcileError extends MeterError {
   override name = 'ReconcileError';
 }
 

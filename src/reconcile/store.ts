@@ -2,6 +2,7 @@
  * Reconciliation's reads and writes: meter's figures (from the daily rollups, plus the raw
  * events' usage_source breakdown), mappings, runs and the stored daily results.
  */
+import { MeterError } from '../errors.js';
 import type { Queryable } from '../store/types.js';
 import type { Mapping, MappingKind, ReconcileProvider } from './types.js';
 
@@ -98,7 +99,7 @@ export async function removeMapping(
   return rows.length > 0;
 }
 
-export class MappingError extends Error {
+export class MappingError extends MeterError {
   override name = 'MappingError';
 }
 

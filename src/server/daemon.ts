@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import type { Component, Compose, DaemonContext, Handler } from '../component.js';
 import type { Config } from '../config.js';
-import { MeterError } from '../errors.js';
+import { userError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { settlesWithin } from '../periodic.js';
 import { getProvider } from '../providers/index.js';
@@ -106,7 +106,8 @@ export async function startDaemon(
     res.on('close', () => open.delete(res)); // a response closes once
   };
   const failed = (res: ServerResponse, err: Error) => {
-    if (err instanceof MeterError) return sendError(res, err.status, err.code, err.message);
+    const user = userError(err);
+    if (user) return sendError(res, user.status, user.code, user.message);
     logger.error({ err }, 'request failed');
     sendError(res, 500, 'internal_error', 'internal error in meter');
   };

@@ -5,6 +5,8 @@ import type { AdminAddress } from './lockfile.js';
 import { acquireLock } from './lockfile.js';
 import type { Db, Queryable, QueryOptions } from './types.js';
 
+/** The embedded database's own error, shaped like the pg driver's (`code` is the SQLSTATE the
+ *  store's callers test), so it stays a driver error, not a MeterError. */
 export class EmbeddedStoreError extends Error {
   constructor(
     message: string,

@@ -1,3 +1,4 @@
+import { MeterFailure } from '../errors.js';
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +24,7 @@ export interface AdminAddress {
   token: string;
 }
 
-export class StoreLockedError extends Error {
+export class StoreLockedError extends MeterFailure {
   override name = 'StoreLockedError';
   constructor(
     readonly dataDir: string,

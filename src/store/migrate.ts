@@ -1,3 +1,4 @@
+import { MeterFailure } from '../errors.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sqlDir } from '../paths.js';
@@ -50,7 +51,7 @@ export async function schemaMode(db: Queryable): Promise<Variant | undefined> {
   return row.relkind === 'v' ? 'timescale' : 'plain';
 }
 
-export class MigrationModeError extends Error {
+export class MigrationModeError extends MeterFailure {
   override name = 'MigrationModeError';
 }
 

@@ -1,3 +1,4 @@
+import { MeterFailure } from '../errors.js';
 import { chmodSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepareDataDir } from './data-dir.js';
@@ -14,7 +15,7 @@ import { prepareDataDir } from './data-dir.js';
 const OPEN_TO_OTHERS = 0o077;
 
 /** Thrown when a directory is open to other users and cannot be made private. */
-export class OpenDirectoryError extends Error {
+export class OpenDirectoryError extends MeterFailure {
   override name = 'OpenDirectoryError';
 }
 

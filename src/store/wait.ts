@@ -1,3 +1,4 @@
+import { MeterFailure } from '../errors.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { maskUrl } from '../config.js';
 import type { Logger } from '../log.js';
@@ -27,7 +28,7 @@ export function isDatabaseNotUp(err: unknown): boolean {
   return e?.cause !== undefined && e.cause !== err && isDatabaseNotUp(e.cause);
 }
 
-export class StartAborted extends Error {
+export class StartAborted extends MeterFailure {
   override name = 'StartAborted';
   constructor() {
     super('stopped before the daemon started');

@@ -1,3 +1,4 @@
+import { MeterFailure } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { schemaMode } from '../migrate.js';
 import type { Db, Queryable, StoreKind } from '../types.js';
@@ -12,7 +13,7 @@ const PRELOAD_HINT =
   "TimescaleDB must be installed on the server and loaded at its start: shared_preload_libraries = 'timescaledb' in postgresql.conf, then restart PostgreSQL";
 
 /** Thrown when METER_STORE or the conversion asks for a mode the server cannot give. */
-export class StoreModeError extends Error {
+export class StoreModeError extends MeterFailure {
   override name = 'StoreModeError';
 }
 
