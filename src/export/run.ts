@@ -4,6 +4,7 @@
  * each written and waited for before the next is read (the sink's backpressure reaches the
  * database cursor).
  */
+import { MeterFailure } from '../errors.js';
 import type { Queryable } from '../store/types.js';
 import type { Pricer } from '../pricing/pricer.js';
 import { exportPricer } from './focus.js';
@@ -94,7 +95,8 @@ export function streamSink(
 }
 
 /** The reader took nothing for `idleMs`: the export stops and lets go of what it holds. */
-export class StalledReader extends Error {
+export class StalledReader extends MeterFailure {
+  override name = 'StalledReader';
   constructor(idleMs: number) {
     super(`the export was cancelled: its reader took nothing for ${idleMs / 1000} s`);
   }
