@@ -21,8 +21,11 @@ export const ZERO: Dec = { coef: 0n, scale: 0 };
 const DECIMAL_RE = /^(\d+)?(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 /** Far beyond any real price; bounds the size of what a prices file can make us compute. */
 const MAX_SCALE = 30;
+/** The longest text parsed: the digits of a BigInt are bounded before it is made. */
+const MAX_CHARS = 64;
 
-/** Parses a non-negative decimal ("0.15", "3", ".5", "1e-7", or a finite number). Null if invalid. */
+/** Parses a non-negative decimal ("0.15", "3", ".5", "1e-7", or a finite number) of at most 64
+ *  characters, exponent within ±100. Null if invalid. */
 export function parseDecimal(input: string | number): Dec | null {
   let text: string;
   if (typeof input === 'number') {
@@ -31,6 +34,7 @@ export function parseDecimal(input: string | number): Dec | null {
   } else {
     text = input.trim();
   }
+  if (text.length > MAX_CHARS) return null;
   const m = DECIMAL_RE.exec(text);
   if (!m || (m[1] === undefined && m[2] === undefined)) return null;
   const intPart = m[1] ?? '';

@@ -1,17 +1,26 @@
 /** Exact provider amounts as bigint units of 1e-8 USD (NUMERIC(20,8)), signed formatting. */
 
-const DECIMAL_RE = /^(-)?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
+const DECIMAL_RE = /^(-)?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d{1,3}))?$/;
+
+/** The form every outside amount must fit before it is parsed: the work of parsing it is then
+ *  bounded (an exponent of -30000000 would ask for a number of 30 million digits). */
+export const AMOUNT_FORM = 'a decimal of at most 40 characters, exponent within ±40';
+const MAX_AMOUNT_CHARS = 40;
+const MAX_EXPONENT = 40;
 
 /**
  * A decimal (string, or a JSON number through its shortest round-trip text) divided by
  * 10^shift (Anthropic's cents: shift 2), rounded once, half to even, to 8 decimals.
- * Undefined when it is not a number.
+ * Undefined when it is not a number of AMOUNT_FORM.
  */
 export function amountToUnits(value: unknown, shift = 0): bigint | undefined {
   if (typeof value === 'number' && !Number.isFinite(value)) return undefined;
   if (typeof value !== 'number' && typeof value !== 'string') return undefined;
-  const m = DECIMAL_RE.exec(String(value).trim());
+  const text = String(value).trim();
+  if (text.length > MAX_AMOUNT_CHARS) return undefined;
+  const m = DECIMAL_RE.exec(text);
   if (!m || (m[2] === '' && (m[3] ?? '') === '')) return undefined;
+  if (Math.abs(Number(m[4] ?? 0)) > MAX_EXPONENT) return undefined;
   const digits = BigInt(`${m[2] || '0'}${m[3] ?? ''}`);
   // value = digits × 10^(exp − fraction length − shift); units = value × 10^8
   const scale = 8 + Number(m[4] ?? 0) - (m[3] ?? '').length - shift;

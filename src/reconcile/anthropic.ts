@@ -6,7 +6,7 @@
  * model, api_key_id, workspace_id; no request count) and GET /organizations/cost_report
  * (amount: a decimal string in cents; with group_by description: model, token_type, cost_type).
  */
-import { amountToUnits } from './amount.js';
+import { amount, bucketDay, count } from './figures.js';
 import { getAllPages, ProviderApiError, type AdminApi } from './http.js';
 import type { ProviderCost, ProviderReport, ProviderUsage } from './types.js';
 
@@ -37,8 +37,9 @@ interface CostResult {
   workspace_id?: string | null;
 }
 
-const big = (n: unknown) => (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? BigInt(n) : 0n);
-const day = (rfc3339: string) => new Date(rfc3339).toISOString().slice(0, 10);
+/** A bucket's `starting_at` (RFC 3339) as its UTC day, one of [from, to). */
+const day = (at: unknown, where: string, from: string, to: string) =>
+  bucketDay(typeof at === 'string' && at.length <= 40 ? Date.parse(at) : NaN, at, where, from, to);
 
 export async function fetchAnthropicReport(api: AdminApi, from: string, to: string): Promise<ProviderReport> {
   const range = { starting_at: `${from}T00:00:00Z`, ending_at: `${to}T00:00:00Z`, bucket_width: '1d', limit: 31 };
@@ -49,16 +50,19 @@ export async function fetchAnthropicReport(api: AdminApi, from: string, to: stri
   }))
     for (const bucket of page.data ?? [])
       for (const r of bucket.results ?? []) {
-        const cached = big(r.cache_read_input_tokens);
+        const where = 'anthropic /organizations/usage_report/messages';
+        const n = (value: unknown, field: string) => count(value, where, field);
+        const cached = n(r.cache_read_input_tokens, 'cache_read_input_tokens');
         const writes =
-          big(r.cache_creation?.ephemeral_1h_input_tokens) + big(r.cache_creation?.ephemeral_5m_input_tokens);
+          n(r.cache_creation?.ephemeral_1h_input_tokens, 'cache_creation.ephemeral_1h_input_tokens') +
+          n(r.cache_creation?.ephemeral_5m_input_tokens, 'cache_creation.ephemeral_5m_input_tokens');
         usage.push({
-          date: day(bucket.starting_at),
+          date: day(bucket.starting_at, where, from, to),
           model: r.model ?? '(ungrouped)',
           requests: null,
-          input_tokens: big(r.uncached_input_tokens) + cached + writes,
+          input_tokens: n(r.uncached_input_tokens, 'uncached_input_tokens') + cached + writes,
           cached_input_tokens: cached,
-          output_tokens: big(r.output_tokens),
+          output_tokens: n(r.output_tokens, 'output_tokens'),
           groups: { workspace: r.workspace_id ?? null, api_key: r.api_key_id ?? null },
           service_tier: r.service_tier ?? null,
           batch: r.service_tier ? r.service_tier === 'batch' : null,
@@ -74,18 +78,15 @@ export async function fetchAnthropicReport(api: AdminApi, from: string, to: stri
         const currency = (r.currency ?? 'USD').toUpperCase();
         if (currency !== 'USD')
           throw new ProviderApiError(`anthropic cost_report is in ${currency}: meter reconciles USD only`);
-        const amount = amountToUnits(r.amount ?? '0', 2);
-        if (amount === undefined)
-          throw new ProviderApiError(
-            `anthropic cost_report: amount ${JSON.stringify(r.amount)} is not a decimal string`,
-          );
+        const where = 'anthropic /organizations/cost_report';
+        const cents = amount(r.amount ?? '0', 2, where, 'amount (cents)');
         const tokens = (r.cost_type ?? 'tokens') === 'tokens';
         costs.push({
-          date: day(bucket.starting_at),
+          date: day(bucket.starting_at, where, from, to),
           model: tokens ? (r.model ?? null) : null,
           item: r.token_type ?? null,
           description: r.description ?? r.cost_type ?? 'all costs',
-          amount,
+          amount: cents,
           groups: { workspace: r.workspace_id ?? null },
         });
       }

@@ -1,6 +1,8 @@
 /**
  * GETs of a provider's admin API: JSON pages, retried on 429 and 5xx with backoff (Retry-After
- * honoured), refused admin keys named by their variable. Messages never carry the key.
+ * honoured), refused admin keys named by their variable. Messages never carry the key. The key
+ * goes to the configured origin only: a redirect is followed only within it. A page is read up
+ * to MAX_PAGE_BYTES, a report up to MAX_REPORT_BYTES (CONTRACT §7: provider answers are bounded).
  */
 
 import { MeterError } from '../errors.js';
@@ -47,12 +49,24 @@ export function queryString(query: Query): string {
   return params.toString();
 }
 
+/** The most text one page may hold (a month of daily buckets, grouped by model, project and
+ *  key, is far below); past it the page is refused unread. */
+export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
+/** The most text all the pages of one report may hold together. */
+export const MAX_REPORT_BYTES = 128 * 1024 * 1024;
+/** Redirects followed within the configured origin. */
+const MAX_REDIRECTS = 5;
+
 /** Every page of a cursor-paginated report (`has_more`, `next_page`, sent back as `page`). */
 export async function getAllPages<T>(api: AdminApi, path: string, query: Query, maxPages = 1_000): Promise<T[]> {
   const pages: T[] = [];
+  const read = { bytes: 0 };
   let page: string | undefined;
   for (let i = 0; i < maxPages; i++) {
-    const body = (await getJson(api, path, { ...query, page })) as T & { has_more?: unknown; next_page?: unknown };
+    const body = (await getJson(api, path, { ...query, page }, read)) as T & {
+      has_more?: unknown;
+      next_page?: unknown;
+    };
     pages.push(body);
     if (body.has_more !== true) return pages;
     if (typeof body.next_page !== 'string' || body.next_page === '' || body.next_page === page) {
@@ -75,7 +89,7 @@ export function retryAfterMs(value: string | undefined, now = Date.now()): numbe
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-async function getJson(api: AdminApi, path: string, query: Query): Promise<unknown> {
+async function getJson(api: AdminApi, path: string, query: Query, read: { bytes: number }): Promise<unknown> {
   const retry = { ...DEFAULT_RETRY, ...api.retry };
   const qs = queryString(query);
   const url = `${api.baseUrl.replace(/\/+$/, '')}${path}${qs ? `?${qs}` : ''}`;
@@ -86,11 +100,13 @@ async function getJson(api: AdminApi, path: string, query: Query): Promise<unkno
     let text: string;
     let retryAfter: string | undefined;
     try {
-      const res = await fetch(url, { headers: api.headers, signal: AbortSignal.timeout(retry.timeoutMs) });
+      const res = await fetchWithin(api, url, path, retry.timeoutMs);
       status = res.status;
       retryAfter = res.headers.get('retry-after') ?? undefined;
-      text = await res.text();
+      text = await readBounded(res, `${api.provider} ${path}`, Math.min(MAX_PAGE_BYTES, MAX_REPORT_BYTES - read.bytes));
+      read.bytes += text.length;
     } catch (err) {
+      if (err instanceof ProviderApiError) throw err;
       status = 0;
       text = '';
       last = scrub(
@@ -106,7 +122,8 @@ async function getJson(api: AdminApi, path: string, query: Query): Promise<unkno
         throw new ProviderApiError(`${api.provider} ${path} answered ${status} with a body that is not JSON`);
       }
     }
-    const said = status ? `HTTP ${status}${providerMessage(text) ? `: ${scrub(providerMessage(text)!)}` : ''}` : last;
+    const message = providerMessage(text, scrub);
+    const said = status ? `HTTP ${status}${message ? `: ${message}` : ''}` : last;
     if (status === 401 || status === 403) {
       throw new ProviderApiError(
         `${api.provider} refused ${api.keyVariable} (${said}): it must be ${api.keyKind}, not an ordinary API key`,
@@ -125,12 +142,72 @@ async function getJson(api: AdminApi, path: string, query: Query): Promise<unkno
   );
 }
 
-/** The provider's own error message from its error body (OpenAI and Anthropic shapes), one line. */
-function providerMessage(text: string): string | undefined {
+/** A GET with the admin key that follows redirects only within the configured origin: fetch
+ *  would carry a custom header such as `x-api-key` to any host a redirect names. */
+async function fetchWithin(api: AdminApi, url: string, path: string, timeoutMs: number): Promise<Response> {
+  const origin = new URL(api.baseUrl).origin;
+  const signal = AbortSignal.timeout(timeoutMs);
+  let at = url;
+  for (let hop = 0; ; hop++) {
+    const res = await fetch(at, { headers: api.headers, signal, redirect: 'manual' });
+    if (res.status < 300 || res.status >= 400 || res.status === 304) return res;
+    await res.body?.cancel();
+    const location = res.headers.get('location');
+    const next = location === null ? undefined : parseUrl(location, at);
+    if (!next)
+      throw new ProviderApiError(
+        `${api.provider} ${path} answered a redirect (HTTP ${res.status}) without a usable Location`,
+      );
+    if (next.origin !== origin)
+      throw new ProviderApiError(
+        `${api.provider} ${path} redirected to another origin (${next.origin}, HTTP ${res.status}): ${api.keyVariable} is sent only to ${origin}, so the redirect was not followed; set METER_UPSTREAM_${api.provider.toUpperCase()} to where the admin API is`,
+      );
+    if (hop === MAX_REDIRECTS)
+      throw new ProviderApiError(`${api.provider} ${path} redirected more than ${MAX_REDIRECTS} times`);
+    at = next.href;
+  }
+}
+
+function parseUrl(text: string, base: string): URL | undefined {
+  try {
+    return new URL(text, base);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The body's text, refused past `limit` bytes (by Content-Length at once, else as it arrives). */
+async function readBounded(res: Response, what: string, limit: number): Promise<string> {
+  const tooBig = () =>
+    new ProviderApiError(
+      `${what} answered a page over ${limit} bytes (pages are bounded to ${MAX_PAGE_BYTES}, a report to ${MAX_REPORT_BYTES}): the report is refused`,
+    );
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (declared > limit) {
+    await res.body?.cancel();
+    throw tooBig();
+  }
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.byteLength;
+    if (size > limit) {
+      await res.body.cancel().catch(() => {});
+      throw tooBig();
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The provider's own error message from its error body (OpenAI and Anthropic shapes), one line,
+ *  scrubbed of the key before it is cut to 300 characters (cut first, a key's head would stay). */
+function providerMessage(text: string, scrub: (text: string) => string): string | undefined {
   try {
     const body = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
     const m = typeof body.error === 'object' ? body.error?.message : (body.error ?? body.message);
-    return typeof m === 'string' ? m.replace(/\s+/g, ' ').slice(0, 300) : undefined;
+    return typeof m === 'string' ? scrub(m).replace(/\s+/g, ' ').slice(0, 300) : undefined;
   } catch {
     return undefined;
   }

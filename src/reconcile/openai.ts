@@ -6,7 +6,7 @@
  * num_model_requests, grouped by model, project_id, api_key_id) and GET /organization/costs
  * (amount.value in amount.currency, by line_item and project_id).
  */
-import { amountToUnits } from './amount.js';
+import { amount, bucketDay, count } from './figures.js';
 import { getAllPages, ProviderApiError, type AdminApi } from './http.js';
 import type { MappingKind, ProviderCost, ProviderReport, ProviderUsage } from './types.js';
 
@@ -35,9 +35,7 @@ interface CostResult {
   api_key_id?: string | null;
 }
 
-const day = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString().slice(0, 10);
 const unix = (date: string) => Date.parse(`${date}T00:00:00Z`) / 1000;
-const big = (n: unknown) => (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? BigInt(n) : 0n);
 
 /** `gpt-4o-2024-08-06, input` → model and item; a line item without a comma is its own name. */
 export function splitLineItem(lineItem: string): { model: string; item: string | null } {
@@ -59,16 +57,17 @@ export async function fetchOpenAIReport(
       group_by: ['model', 'project_id', 'api_key_id'],
       limit: 31,
     });
+    const where = `openai ${path}`;
     for (const page of pages)
       for (const bucket of page.data ?? [])
         for (const r of bucket.results ?? []) {
           usage.push({
-            date: day(bucket.start_time),
+            date: bucketDay(bucket.start_time * 1000, bucket.start_time, where, from, to),
             model: r.model ?? '(ungrouped)',
-            requests: big(r.num_model_requests),
-            input_tokens: big(r.input_tokens),
-            cached_input_tokens: big(r.input_cached_tokens),
-            output_tokens: big(r.output_tokens),
+            requests: count(r.num_model_requests, where, 'num_model_requests'),
+            input_tokens: count(r.input_tokens, where, 'input_tokens'),
+            cached_input_tokens: count(r.input_cached_tokens, where, 'input_cached_tokens'),
+            output_tokens: count(r.output_tokens, where, 'output_tokens'),
             groups: { project: r.project_id ?? null, api_key: r.api_key_id ?? null },
             service_tier: r.service_tier ?? null,
             batch: r.batch ?? null,
@@ -87,16 +86,15 @@ export async function fetchOpenAIReport(
         const currency = (r.amount?.currency ?? 'usd').toLowerCase();
         if (currency !== 'usd')
           throw new ProviderApiError(`openai costs are in ${currency}: meter reconciles USD only`);
-        const amount = amountToUnits(r.amount?.value ?? 0);
-        if (amount === undefined)
-          throw new ProviderApiError(`openai costs: amount.value ${JSON.stringify(r.amount?.value)} is not a number`);
+        const where = 'openai /organization/costs';
+        const value = amount(r.amount?.value ?? 0, 0, where, 'amount.value');
         const { model, item } = r.line_item ? splitLineItem(r.line_item) : { model: null, item: null };
         costs.push({
-          date: day(bucket.start_time),
+          date: bucketDay(bucket.start_time * 1000, bucket.start_time, where, from, to),
           model,
           item,
           description: r.line_item ?? 'all line items',
-          amount,
+          amount: value,
           groups: { project: r.project_id ?? null, api_key: r.api_key_id ?? null },
         });
       }

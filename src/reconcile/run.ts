@@ -12,7 +12,7 @@ import { providers } from '../providers/index.js';
 import { amountToUnits, formatUnits, Usd } from './amount.js';
 import { fetchAnthropicReport } from './anthropic.js';
 import { reconcile } from './compare.js';
-import { ProviderApiError, type AdminApi, type RetryOptions } from './http.js';
+import type { AdminApi, RetryOptions } from './http.js';
 import { fetchOpenAIReport } from './openai.js';
 import type { ResultRow } from './store.js';
 import type { DayResult, MeterDay, ReconcileProvider, Reconciliation } from './types.js';
@@ -137,19 +137,18 @@ export async function runReconciliation(store: AdminPort, opts: RunOptions): Pro
     });
     return result;
   } catch (err) {
-    if (err instanceof ProviderApiError) {
-      // Best effort: the failure is on record; nothing from this run is stored as complete.
-      await store
-        .call('reconcile.failed', {
-          provider: opts.provider,
-          scope,
-          from: opts.from,
-          to: opts.to,
-          startedAt,
-          error: err.message,
-        })
-        .catch(() => {});
-    }
+    // Every failure once the run began (the provider's, a figure out of bounds, the store's) is
+    // on record, best effort; nothing from this run is stored as complete.
+    await store
+      .call('reconcile.failed', {
+        provider: opts.provider,
+        scope,
+        from: opts.from,
+        to: opts.to,
+        startedAt,
+        error: (err as Error).message,
+      })
+      .catch(() => {});
     throw err;
   }
 }

@@ -28,6 +28,14 @@ describe('decimal', () => {
     for (const bad of [-0.5, Number.NaN, Infinity]) expect(parseDecimal(bad), String(bad)).toBeNull();
   });
 
+  it('refuses text past 64 characters or an exponent past ±100 before making a number of it', () => {
+    const t0 = performance.now();
+    for (const big of ['9'.repeat(1_000_000), `0.${'1'.repeat(65)}`, `1e${'0'.repeat(63)}1`, '1e-300000000', '1e101'])
+      expect(parseDecimal(big), big.slice(0, 20)).toBeNull();
+    expect(performance.now() - t0).toBeLessThan(1_000); // a million digits as a BigInt: seconds
+    expect(parseDecimal(`0.${'0'.repeat(20)}1`)).toEqual({ coef: 1n, scale: 21 });
+  });
+
   it('formats', () => {
     expect(formatDec({ coef: 3625n, scale: 6 })).toBe('0.003625');
     expect(formatDec({ coef: 2250n, scale: 2 })).toBe('22.5');
