@@ -60,7 +60,9 @@ export async function openStoreWhenUp(
       if (!config.databaseUrl || !isDatabaseNotUp(err)) throw err;
       const retryInMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (attempt - 1));
       const cause = err as { code?: string; message?: string; cause?: { code?: string } };
-      onWaiting(`waiting for the database (${cause.code ?? cause.cause?.code ?? 'no answer'}), attempt ${attempt}`);
+      const why = cause.code ?? cause.cause?.code ?? 'no answer';
+      const at = databaseAddress(config.databaseUrl);
+      onWaiting(`waiting for the database (${why}), attempt ${attempt}`);
       logger.warn(
         {
           database: maskUrl(config.databaseUrl),
@@ -68,10 +70,27 @@ export async function openStoreWhenUp(
           retry_in_ms: retryInMs,
           err: cause.code ?? cause.cause?.code ?? cause.message,
         },
-        `database not reachable yet (${cause.code ?? cause.cause?.code ?? 'no answer'}); retrying in ${retryInMs} ms — meter starts once it answers`,
+        attempt === 1
+          ? // The first warning says what is going on: a wrong host or port looks like a hang otherwise.
+            `database at ${at} not reachable yet (${why}): meter keeps trying for as long as it runs ` +
+              `(every ${retryInMs} ms, backing off to every ${MAX_RETRY_MS / 1000} s) and prints "meter listening on …" ` +
+              `once it answers; meanwhile /healthz answers 200 and /readyz 503. ` +
+              `If ${at} is not where the database is, fix DATABASE_URL; Ctrl-C or SIGTERM stops`
+          : `database at ${at} not reachable yet (${why}); retrying in ${retryInMs} ms — meter starts once it answers`,
       );
       await sleep(retryInMs, signal);
     }
+  }
+}
+
+/** `host:port` of a database URL, without user or password (PostgreSQL's default port when
+ *  the URL names none). */
+export function databaseAddress(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || '5432'}`;
+  } catch {
+    return maskUrl(url);
   }
 }
 

@@ -53,8 +53,20 @@ it('waits for a database that is not up yet, saying so, and starts once it answe
   const url = relay.urlFor(database).replace('postgres://root@', 'postgres://root:pw-never-logged@');
   const port = await freePort();
   const d = startChild({ DATABASE_URL: url, METER_DATA_DIR: tempDirAtFileEnd(), METER_PORT: String(port) });
-  await d.until(() => (d.err().match(/database not reachable yet/g) ?? []).length >= 2);
+  await d.until(() => (d.err().match(/not reachable yet/g) ?? []).length >= 2);
   expect(d.out()).toBe('');
+  // The first warning says where it waits (host and port, no password), for how long, and what
+  // answers meanwhile: a wrong host or port must not look like a hang.
+  const at = `${new URL(url).hostname}:${new URL(url).port}`;
+  const first = d
+    .err()
+    .split('\n')
+    .find((l) => l.includes('not reachable yet'))!;
+  expect(first).toContain(`database at ${at} not reachable yet (ECONNREFUSED)`);
+  expect(first).toContain('keeps trying for as long as it runs');
+  expect(first).toContain('/healthz answers 200 and /readyz 503');
+  expect(first).toContain('fix DATABASE_URL');
+  expect(d.err().match(/keeps trying/g)).toHaveLength(1); // later warnings are short
   // Alive but not ready while it waits: a liveness probe must not restart it.
   const health = await fetch(`http://127.0.0.1:${port}/healthz`);
   expect(health.status).toBe(200);
@@ -84,7 +96,7 @@ it('SIGTERM while waiting for the database stops the start at once, exit 0', asy
   atFileEnd(() => relay.close());
   await relay.down();
   const d = startChild({ DATABASE_URL: relay.urlFor(database), METER_DATA_DIR: tempDirAtFileEnd() });
-  await d.until(() => d.err().includes('database not reachable yet'));
+  await d.until(() => d.err().includes('not reachable yet'));
   const t0 = Date.now();
   d.child.kill('SIGTERM');
   expect(await d.exited).toBe(0);
@@ -98,5 +110,5 @@ it('a missing database is not waited for: it fails at once, naming DATABASE_URL'
   const d = startChild({ DATABASE_URL: url, METER_DATA_DIR: tempDirAtFileEnd() });
   expect(await d.exited).toBe(1);
   expect(d.err()).toContain('DATABASE_URL');
-  expect(d.err()).not.toContain('database not reachable yet');
+  expect(d.err()).not.toContain('not reachable yet');
 }, 60_000);
