@@ -87,14 +87,10 @@ async function loadReconciliation(node, month) {
 
 async function loadAll() {
   notice('');
-  let month = new Date().toISOString().slice(0, 7);
-  await section('month', async () => {
-    const summary = await api('/analytics/summary');
-    month = summary.month;
-    renderSummary(summary);
-  });
-  if (!key) return; // refused meanwhile
+  // All at once: the chart does not wait for the summary. "This month" is the UTC month, as the API's.
+  const month = new Date().toISOString().slice(0, 7);
   await Promise.all([
+    section('month', async () => renderSummary(await api('/analytics/summary'))),
     section('daily', async () => (chart = drawDaily(await api('/analytics/daily?days=30'), chart))),
     section('budgets', async () => renderBudgets(await api('/analytics/budgets'))),
     section('events', loadEvents),
