@@ -55,6 +55,15 @@ export class UsageError extends CliError {
   override readonly exitCode = 2;
 }
 
+/** A bad flag value found by a validator is a usage error (exit 2). */
+export function asUsage<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
 /** Runs a command body with the store open, and closes it whatever happens. */
 export async function withStore<T>(
   fn: (store: CliStore, config: Readonly<Config>) => Promise<T>,

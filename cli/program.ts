@@ -13,6 +13,7 @@ import { registerConfig } from './commands/config.js';
 import { registerExport } from './commands/export.js';
 import { registerTop } from './commands/top.js';
 import { registerReconcile } from './commands/reconcile.js';
+import { registerBilling } from './commands/billing.js';
 import { oneLineErrors } from './usage.js';
 
 /** The `meter` command tree (every command registered, one-line errors set up), not yet parsed. */
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerConfig(program);
   registerTop(program);
   registerReconcile(program);
+  registerBilling(program);
   registerExport(program);
   oneLineErrors(program);
   return program;

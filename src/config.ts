@@ -38,7 +38,15 @@ const url = (protocols: string[]) =>
       `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
     );
 
-const SECRET_VARS = new Set(['DATABASE_URL', 'METER_SMTP_URL', 'METER_OPENAI_ADMIN_KEY', 'METER_ANTHROPIC_ADMIN_KEY']);
+const SECRET_VARS = new Set([
+  'DATABASE_URL',
+  'METER_SMTP_URL',
+  'METER_OPENAI_ADMIN_KEY',
+  'METER_ANTHROPIC_ADMIN_KEY',
+  'METER_STRIPE_API_KEY',
+]);
+/** Secrets that are keys, not URLs: shown as `***` whole. */
+const SECRET_KEY_VAR = /_(ADMIN|API)_KEY$/;
 
 const upstreamVar = (slug: ProviderSlug) => `METER_UPSTREAM_${slug.toUpperCase()}`;
 
@@ -96,6 +104,20 @@ const envSchema = z.object({
     .transform(Number)
     .pipe(z.number().min(0.01, 'a percentage from 0.01 to 100').max(100, 'a percentage from 0.01 to 100'))
     .optional(),
+  // Customer billing (docs/billing.md): the Stripe secret key is never logged, printed or stored.
+  METER_STRIPE_API_KEY: z.string().trim().min(1, 'a Stripe secret key (sk_… or rk_…)').optional(),
+  METER_STRIPE_BASE_URL: url(['https:', 'http:'])
+    .refine((v) => new URL(v).pathname === '/', 'an origin without a path, e.g. https://api.stripe.com')
+    .optional(),
+  METER_STRIPE_EVENT_NAME: z
+    .string()
+    .trim()
+    .min(1, 'a Stripe meter event name')
+    .max(100, 'at most 100 characters')
+    .optional(),
+  METER_BILLING_INTERVAL_MS: int(50, 600_000).optional(),
+  METER_BILLING_SETTLE_MS: int(0, 3_600_000).optional(),
+  METER_BILLING_LEASE_MS: int(1_000, 3_600_000).optional(),
   ...Object.fromEntries(PROVIDER_SLUGS.map((s) => [upstreamVar(s), url(['http:', 'https:']).optional()])),
   // OpenTelemetry export (src/otel): on when either endpoint is set; the SDK reads the other OTEL_* itself.
   OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
@@ -148,6 +170,23 @@ export interface Config {
   otel: boolean;
   /** The spend page at /ui (METER_UI=off: 404). */
   ui: boolean;
+  /** Customer billing (docs/billing.md). */
+  billing: Readonly<BillingConfig>;
+}
+
+export interface BillingConfig {
+  /** METER_STRIPE_API_KEY; unset: Stripe links are recorded but not sent by this sidecar. */
+  stripeApiKey: Secret | undefined;
+  /** Where Stripe's API is (an origin). */
+  stripeBaseUrl: string;
+  /** The `event_name` of the Stripe meter. */
+  stripeEventName: string;
+  /** How often what is due is derived and sent. */
+  intervalMs: number;
+  /** A Stripe minute is derived once it ended this long ago. */
+  settleMs: number;
+  /** How long a sidecar holds items it is sending (one that dies leaves them due after it). */
+  leaseMs: number;
 }
 
 export interface Limits {
@@ -201,6 +240,11 @@ export const DEFAULTS: Readonly<Record<string, string>> = {
   METER_MAX_DECODED_BYTES: '67108864',
   METER_RECONCILE_ALERT_PCT: '2',
   METER_UI: 'on',
+  METER_STRIPE_BASE_URL: 'https://api.stripe.com',
+  METER_STRIPE_EVENT_NAME: 'llm_cost',
+  METER_BILLING_INTERVAL_MS: '5000',
+  METER_BILLING_SETTLE_MS: '120000',
+  METER_BILLING_LEASE_MS: '60000',
 };
 
 /** METER_* names that are not daemon settings but are read elsewhere (an application's own
@@ -259,7 +303,7 @@ export function describeConfig(env: NodeJS.ProcessEnv = process.env, flags: Conf
     const shown =
       value === null
         ? value
-        : variable.endsWith('_ADMIN_KEY')
+        : SECRET_KEY_VAR.test(variable)
           ? '***'
           : SECRET_VARS.has(variable) || looksLikeUrl(value)
             ? maskUrl(value)
@@ -363,6 +407,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: ConfigFl
       anthropic: e.METER_ANTHROPIC_ADMIN_KEY ? new Secret(e.METER_ANTHROPIC_ADMIN_KEY as string) : undefined,
     }),
     reconcileAlertPct: (e.METER_RECONCILE_ALERT_PCT as number | undefined) ?? 2,
+    billing: Object.freeze({
+      stripeApiKey: e.METER_STRIPE_API_KEY ? new Secret(e.METER_STRIPE_API_KEY as string) : undefined,
+      stripeBaseUrl: ((e.METER_STRIPE_BASE_URL as string | undefined) ?? DEFAULTS.METER_STRIPE_BASE_URL!).replace(
+        /\/+$/,
+        '',
+      ),
+      stripeEventName: (e.METER_STRIPE_EVENT_NAME as string | undefined) ?? DEFAULTS.METER_STRIPE_EVENT_NAME!,
+      intervalMs: limit('METER_BILLING_INTERVAL_MS'),
+      settleMs: limit('METER_BILLING_SETTLE_MS'),
+      leaseMs: limit('METER_BILLING_LEASE_MS'),
+    }),
     otel:
       (e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined) &&
       e.OTEL_SDK_DISABLED !== 'true',

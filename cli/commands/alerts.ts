@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { printable } from '../../src/printable.js';
 import type { ChannelKind } from '../../src/alerts/alert.js';
 import { displayTarget, validateSecret, validateTarget } from '../../src/alerts/channels-admin.js';
-import { CliError, printJson, printTable, UsageError, withStore } from '../context.js';
+import { CliError, printJson, printTable, UsageError, withStore, asUsage } from '../context.js';
 import type { StoreRunner } from './budget.js';
 
 const out = (line: string) => process.stdout.write(`${printable(line)}\n`);
@@ -16,15 +16,6 @@ interface AddOptions {
   webhook?: string;
   secret?: string;
   json?: boolean;
-}
-
-/** A bad flag value found by a validator is a usage error (exit 2). */
-function asUsage<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
 }
 
 export function registerAlerts(program: Command, run: StoreRunner = withStore): void {

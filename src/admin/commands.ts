@@ -12,6 +12,7 @@ import { parseBudgetUsd } from '../money.js';
 import { setLimits, showLimits } from '../fleet/admin.js';
 import { loadPlans, updatePlan, PLAN_ANALYTICS } from '../plans/plans.js';
 import { reconcileAdminCommands } from '../reconcile/admin.js';
+import { billingAdminCommands } from '../billing/admin.js';
 import type { Db } from '../store/types.js';
 import { checkParams, TOP_STATEMENTS, type NamedStatement } from '../top/statements.js';
 import { MeterError } from '../errors.js';
@@ -88,6 +89,8 @@ export const adminCommands = {
   ...statementCommands(TOP_STATEMENTS),
   // meter reconcile's reads and writes (src/reconcile/admin.ts).
   ...reconcileAdminCommands,
+  // meter billing's links and status (src/billing/admin.ts).
+  ...billingAdminCommands,
 
   'schema.versions': command(none, (db) =>
     db.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version'),

@@ -11,6 +11,7 @@ import { createPlans } from '../plans/index.js';
 import { priceTableComponent } from '../pricing/component.js';
 import { proxyComponent } from '../proxy/component.js';
 import { reconcileJob } from '../reconcile/job.js';
+import { billingComponent } from '../billing/sender.js';
 import { aggregateRefresher } from '../store/timescale/refresher.js';
 import { uiComponent } from '../ui/component.js';
 
@@ -74,6 +75,8 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(createAlertDeliverer(ctx, changes));
   // Reconciliation against the providers' own reports, daily, when an admin key is set.
   await start(reconcileJob(ctx));
+  // Customer billing: what is due derived from stored usage and sent to Stripe or CloudEvents.
+  await start(billingComponent(ctx));
   return { metering, plans, budget, budgets, shadows, fleet };
 }
 

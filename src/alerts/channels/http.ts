@@ -29,9 +29,14 @@ export async function postJson(
       text += (chunk as Buffer).toString('utf8');
     }
     const snippet = text.replace(/\s+/g, ' ').trim().slice(0, MAX_ERROR_BODY);
-    return ok
-      ? { ok, statusCode: res.statusCode }
-      : { ok, statusCode: res.statusCode, error: `HTTP ${res.statusCode}${snippet ? `: ${snippet}` : ''}` };
+    if (ok) return { ok, statusCode: res.statusCode };
+    const retryAfterS = Number(res.headers['retry-after'] ?? NaN);
+    return {
+      ok,
+      statusCode: res.statusCode,
+      error: `HTTP ${res.statusCode}${snippet ? `: ${snippet}` : ''}`,
+      ...(Number.isFinite(retryAfterS) && retryAfterS >= 0 ? { retryAfterS } : {}),
+    };
   } catch (err) {
     const e = err as Error & { code?: string };
     const error =

@@ -15,6 +15,8 @@ export interface SendOutcome {
   statusCode?: number;
   /** Why it failed, one line; never contains a secret. */
   error?: string;
+  /** The receiver's Retry-After, in seconds (HTTP 429 and 503). */
+  retryAfterS?: number;
 }
 
 export type ChannelSender = (channel: AlertChannel, alert: BudgetAlert, opts: SendOptions) => Promise<SendOutcome>;

@@ -18,18 +18,20 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `meter budget …` / `meter budgets …` / `meter alerts …` in this process as cli/main.ts would: errors become
+/** Runs `meter budget …` / `meter budgets …` / `meter alerts …` (or `commands`) in this process as cli/main.ts would: errors become
  *  one `meter: …` line on stderr and the error's exit code (1, or 2 for a usage error). */
-export async function runCli(args: string[], run: StoreRunner): Promise<CliResult> {
+export async function runCli(
+  args: string[],
+  run: StoreRunner,
+  commands: ((program: Command, run: StoreRunner) => void)[] = [registerBudget, registerBudgets, registerAlerts],
+): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   const program = new Command('meter').exitOverride().configureOutput({
     writeOut: (s) => (stdout += s),
     writeErr: (s) => (stderr += s),
   });
-  registerBudget(program, run);
-  registerBudgets(program, run);
-  registerAlerts(program, run);
+  for (const register of commands) register(program, run);
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     stdout += String(chunk);
     return true;
