@@ -5,18 +5,18 @@
  * minute, the 35-day window, retries on 429 (Retry-After) and 5xx, a refusal recorded as failed,
  * "already exists" as sent; on every store.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../src/store/types.js';
 import { billingStatus } from '../../src/billing/status.js';
 import { meterEventIdentifier } from '../../src/billing/stripe.js';
-import { describeEachBackend, timescaleBackend, type Backend } from '../helpers/stores.js';
+import { describeEachBackend, timescaleBackend } from '../helpers/stores.js';
 import { startFakeStripe } from './fake-stripe.js';
 import { accountId, linkSince, minuteAgo, passUntil, seed, sender } from './helpers.js';
 
 const month = (ms: number) => new Date(ms).toISOString().slice(0, 7);
 
 /** Minutes, markup, carry, late usage and a second run: what reaches Stripe, and status. */
-async function sendsEachMinuteOnce(backend: Backend): Promise<void> {
-  const db = await backend.open();
+async function sendsEachMinuteOnce(db: Db): Promise<void> {
   const stripe = await startFakeStripe();
   const acct = await accountId(db, 'acme');
   const link = await linkSince(db, {
@@ -85,14 +85,18 @@ async function sendsEachMinuteOnce(backend: Backend): Promise<void> {
 }
 
 describeEachBackend('billing to Stripe', (backend) => {
+  let db: Db;
+  beforeAll(async () => {
+    db = await backend.open();
+  });
+
   it('sends one event per minute with usage, micro-dollars carried forward, late usage as <n>+1, exactly once', () =>
-    sendsEachMinuteOnce(backend));
+    sendsEachMinuteOnce(db));
 
   it('retries 429 after Retry-After and 5xx with backoff; "already exists" is sent; a refusal is failed with its message', async () => {
-    const db = await backend.open();
     const stripe = await startFakeStripe();
-    const acct = await accountId(db, 'acme');
-    const link = await linkSince(db, { account: 'acme', target: 'stripe', customer: 'cus_Acme1', markupPct: '0' });
+    const acct = await accountId(db, 'initrode');
+    const link = await linkSince(db, { account: 'initrode', target: 'stripe', customer: 'cus_Acme1', markupPct: '0' });
     const minutes = [minuteAgo(9), minuteAgo(8), minuteAgo(7)];
     await seed(
       db,
@@ -106,7 +110,7 @@ describeEachBackend('billing to Stripe', (backend) => {
     await passUntil(s, () => stripe.accepted.length === 3, 10_000);
     // Retry-After held the link's items back for its second.
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1_000);
-    await passUntil(s, async () => (await billingStatus(db, month(minutes[0]!)))[0]!.pending_usd === '0');
+    await passUntil(s, async () => (await billingStatus(db, month(minutes[0]!), 'initrode'))[0]!.pending_usd === '0');
     // The cut answer was retried; Stripe said the identifier exists: sent, not billed twice.
     const dup = stripe.requests.filter((r) => r.body.includes(encodeURIComponent(stripe.accepted[0]!.identifier)));
     expect(stripe.accepted.map((e) => e.value)).toEqual([2n, 2n, 2n]);
@@ -116,8 +120,8 @@ describeEachBackend('billing to Stripe', (backend) => {
     // A refusal (an unknown customer): failed with Stripe's message, in status, never retried.
     await seed(db, acct, [{ at: minuteAgo(6) + 1_000, cost: '0.000003' }]);
     stripe.plan({ status: 400, message: "No such customer: 'cus_Acme1'" });
-    await passUntil(s, async () => (await billingStatus(db, month(minuteAgo(6))))[0]!.failed.length === 1);
-    const [st] = await billingStatus(db, month(minuteAgo(6)));
+    await passUntil(s, async () => (await billingStatus(db, month(minuteAgo(6)), 'initrode'))[0]!.failed.length === 1);
+    const [st] = await billingStatus(db, month(minuteAgo(6)), 'initrode');
     expect(st!.failed[0]).toMatchObject({ usd: '0.000003', error: "Stripe 400: No such customer: 'cus_Acme1'" });
     expect(st!.last_error).toBe("Stripe 400: No such customer: 'cus_Acme1'");
     const requests = stripe.requests.length;
@@ -127,10 +131,9 @@ describeEachBackend('billing to Stripe', (backend) => {
   });
 
   it('marks usage older than Stripe accepts (35 days) expired and sends what is within the window', async () => {
-    const db = await backend.open();
     const stripe = await startFakeStripe();
-    const acct = await accountId(db, 'acme');
-    await linkSince(db, { account: 'acme', target: 'stripe', customer: 'cus_Acme1', markupPct: '0' });
+    const acct = await accountId(db, 'hooli');
+    await linkSince(db, { account: 'hooli', target: 'stripe', customer: 'cus_Acme1', markupPct: '0' });
     const old = minuteAgo(40 * 1_440);
     const recent = minuteAgo(30 * 1_440);
     await seed(db, acct, [
@@ -143,17 +146,18 @@ describeEachBackend('billing to Stripe', (backend) => {
     expect(stripe.accepted).toHaveLength(1);
     expect(stripe.accepted[0]).toMatchObject({ value: 20_000n, timestamp: recent / 1000 + 59 });
     // The two may fall in one month or two: each figure is where its usage is.
-    const all = (await Promise.all([...new Set([month(old), month(recent)])].map((m) => billingStatus(db, m)))).flat();
+    const all = (
+      await Promise.all([...new Set([month(old), month(recent)])].map((m) => billingStatus(db, m, 'hooli')))
+    ).flat();
     expect(all.map((st) => st.expired_usd)).toContain('0.01');
     expect(all.map((st) => st.sent_usd)).toContain('0.02');
     expect(all.every((st) => st.pending_usd === '0')).toBe(true);
   });
 
   it('is sent by one of two sidecars sending at once, never both', async () => {
-    const db = await backend.open();
     const stripe = await startFakeStripe();
-    const acct = await accountId(db, 'acme');
-    await linkSince(db, { account: 'acme', target: 'stripe', customer: 'cus_Acme1', markupPct: '12.5' });
+    const acct = await accountId(db, 'pied');
+    await linkSince(db, { account: 'pied', target: 'stripe', customer: 'cus_Acme1', markupPct: '12.5' });
     const rows = Array.from({ length: 40 }, (_, i) => ({ at: minuteAgo(50 - i) + 7_000, cost: '0.00012345' }));
     await seed(db, acct, rows);
     const one = sender(db, stripe).sender;
@@ -171,7 +175,7 @@ describeEachBackend('billing to Stripe', (backend) => {
 describe('billing to Stripe [timescale]', () => {
   it(
     'sends one event per minute with usage, carried, late usage as <n>+1, exactly once',
-    () => sendsEachMinuteOnce(timescaleBackend),
+    async () => sendsEachMinuteOnce(await timescaleBackend.open()),
     120_000,
   );
 });
