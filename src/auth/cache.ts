@@ -1,3 +1,4 @@
+import { PeriodicTask } from '../periodic.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../log.js';
@@ -59,7 +60,8 @@ export class KeyCache implements Authenticator {
   private readonly unknown = new Map<string, number>();
   private readonly inFlight = new Map<string, Promise<KeyRecord | undefined>>();
   private watermark: unknown;
-  private timer: NodeJS.Timeout | undefined;
+  /** Its own re-read, until the change watcher takes over (followChanges). */
+  private loop: PeriodicTask | undefined;
   private refreshing: Promise<void> | undefined;
   private readonly negativeTtlMs: number;
   private readonly maxMissLookups: number;
@@ -83,14 +85,19 @@ export class KeyCache implements Authenticator {
     for (const row of rows) this.put(row);
     this.watermark = now!.t;
     this.refreshedAt = Date.now();
-    this.timer = setInterval(() => void this.refresh(), this.opts.refreshMs);
-    this.timer.unref();
+    // Keys keep working from memory while the store is away; revocations wait for it.
+    this.loop = new PeriodicTask(() => this.reread(), {
+      what: 'service keys: refresh',
+      logger: this.opts.logger ?? { warn: () => {} },
+      pauseMs: this.opts.refreshMs,
+    });
+    void this.loop.start('after-pause');
   }
 
-  stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    return this.refreshing ?? Promise.resolve();
+  async stop(): Promise<void> {
+    await this.loop?.stop();
+    this.loop = undefined;
+    await this.refreshing;
   }
 
   /** Re-reads keys and accounts changed since the last refresh. Never throws. */
@@ -104,8 +111,8 @@ export class KeyCache implements Authenticator {
   /** The daemon's change watcher re-reads keys when the fleet's change counter moved (one read
    *  for every kept table), in place of this cache's own timer. */
   followChanges(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    void this.loop?.stop();
+    this.loop = undefined;
   }
 
   /** The change watcher found nothing changed: what is in memory is current as of now. */

@@ -6,6 +6,7 @@
  * until the exporter's own timeout, OTEL_EXPORTER_OTLP_TIMEOUT). A failed export's spans are
  * counted as dropped. Like the SDK's BatchSpanProcessor, with its drops counted for /metrics.
  */
+import { PeriodicTask } from '../periodic.js';
 import type { Context } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import type { ReadableSpan, Span, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -48,15 +49,20 @@ export class BoundedSpanProcessor implements SpanProcessor {
   readonly counts: SpanCounts = { exported: 0, droppedQueueFull: 0, droppedExportFailed: 0 };
   private queue: ReadableSpan[] = [];
   private inFlight: Promise<void> | undefined;
-  private readonly timer: NodeJS.Timeout;
+  private readonly loop: PeriodicTask;
   private stopped = false;
 
   constructor(
     private readonly exporter: SpanExporter,
     private readonly opts: BoundedOptions,
   ) {
-    this.timer = setInterval(() => this.exportNext(), opts.scheduledDelayMs);
-    this.timer.unref();
+    // exportNext never rejects (a failed export counts its spans as dropped), so nothing is logged.
+    this.loop = new PeriodicTask(() => this.exportNext(), {
+      what: 'span export',
+      logger: { warn: () => {} },
+      pauseMs: opts.scheduledDelayMs,
+    });
+    void this.loop.start('after-pause');
   }
 
   onStart(_span: Span, _parent: Context): void {}
@@ -106,7 +112,7 @@ export class BoundedSpanProcessor implements SpanProcessor {
   /** One last batch (bounded by the export timeout), so a dead collector cannot hold a
    *  shutdown batch after batch; what is left then counts as dropped. */
   async shutdown(): Promise<void> {
-    clearInterval(this.timer);
+    void this.loop.stop(); // it may be waiting on the export in flight, which is bounded below
     this.stopped = true;
     const bounded = (p: Promise<unknown>) => {
       let timer: NodeJS.Timeout | undefined;

@@ -5,6 +5,7 @@
  * a minute. Anything that fails leaves the table in force as it was (the copy, else the bundled
  * catalogue), and the log says why.
  */
+import { PeriodicTask } from '../periodic.js';
 import { maskUrl, maskUrlsIn } from '../config.js';
 import type { Logger } from '../log.js';
 import {
@@ -33,8 +34,7 @@ export interface PriceRefresherOptions {
 }
 
 export class PriceRefresher {
-  #timer: NodeJS.Timeout | undefined;
-  #watch: NodeJS.Timeout | undefined;
+  #loops: PeriodicTask[] = [];
   #savedMtime: number | undefined;
   #running: Promise<void> | undefined;
 
@@ -44,15 +44,19 @@ export class PriceRefresher {
    *  first fetch without waiting for it. */
   start(): void {
     this.loadSaved('start');
+    // Both never throw: a fetch or a load that failed is logged by refresh() and loadSaved().
+    const loop = (what: string, pauseMs: number, task: () => Promise<void> | void) => {
+      const l = new PeriodicTask(async () => task(), { what, logger: this.opts.logger, pauseMs });
+      this.#loops.push(l);
+      void l.start('after-pause');
+    };
     if (this.opts.remoteUrl) {
       this.#running = this.refresh();
-      this.#timer = setInterval(() => void this.refresh(), this.opts.intervalMs ?? REFRESH_INTERVAL_MS);
-      this.#timer.unref();
+      loop('price data: fetch', this.opts.intervalMs ?? REFRESH_INTERVAL_MS, () => this.refresh());
     }
-    this.#watch = setInterval(() => {
+    loop('price data: saved copy watch', this.opts.watchIntervalMs ?? WATCH_INTERVAL_MS, () => {
       if (savedPriceDataMtime(this.opts.dataDir) !== this.#savedMtime) this.loadSaved('changed');
-    }, this.opts.watchIntervalMs ?? WATCH_INTERVAL_MS);
-    this.#watch.unref();
+    });
   }
 
   /** The first fetch, for tests and for a start that wants to wait for it. */
@@ -60,9 +64,9 @@ export class PriceRefresher {
     return this.#running ?? Promise.resolve();
   }
 
-  stop(): void {
-    clearInterval(this.#timer);
-    clearInterval(this.#watch);
+  async stop(): Promise<void> {
+    const loops = this.#loops.splice(0);
+    await Promise.all(loops.map((l) => l.stop()));
   }
 
   /** Fetches the remote file once; on success it is saved and in force. Never throws. */

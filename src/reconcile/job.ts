@@ -5,6 +5,7 @@
  * so far (the previous month too during the first 3 days, to settle the month's end) for the
  * organisation and for every mapped account, stores the results, and sends the drift alert.
  */
+import { PeriodicTask } from '../periodic.js';
 import type { Logger } from '../log.js';
 import type { Component, DaemonContext } from '../component.js';
 import type { Db } from '../store/types.js';
@@ -152,33 +153,22 @@ export function reconcileJob(ctx: DaemonContext, opts: Partial<JobOptions> = {})
   const now = o.now ?? (() => new Date());
   const providers = RECONCILABLE.filter((p) => ctx.config.adminKeys[p]);
   const logger = ctx.logger.child({ component: 'reconcile' });
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
   const work = () => reconcileDue(ctx.store, ctx.config, logger, { ...o, now });
   // PostgreSQL: one sidecar of the fleet (the others skip). The embedded store has one process
   // (its lock file), and its "lock" holds the single connection, which the work itself needs.
-  const pass = () =>
-    (ctx.store.kind === 'embedded' ? work() : ctx.store.tryAdvisoryLock('meter.reconcile', work)).catch((err: Error) =>
-      logger.warn({ err: { message: err.message } }, 'reconciliation pass failed; will retry'),
-    );
-  const schedule = (ms: number) => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pass().finally(() => schedule(o.checkEveryMs));
-    }, ms);
-    timer.unref();
-  };
+  const pass = () => (ctx.store.kind === 'embedded' ? work() : ctx.store.tryAdvisoryLock('meter.reconcile', work));
+  let first = true;
+  const loop = new PeriodicTask(pass, {
+    what: 'reconciliation pass',
+    logger,
+    pauseMs: () => (first ? ((first = false), o.firstCheckMs) : o.checkEveryMs),
+  });
   if (providers.length > 0) registerMetrics(ctx, providers, now);
   return {
     name: 'reconciliation',
     start() {
-      if (providers.length > 0) schedule(o.firstCheckMs);
+      if (providers.length > 0) void loop.start('after-pause');
     },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
+    stop: () => loop.stop(),
   };
 }

@@ -4,7 +4,7 @@ import type { Component, Compose, DaemonContext, Handler } from '../component.js
 import type { Config } from '../config.js';
 import { userError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { settlesWithin } from '../periodic.js';
+import { PeriodicTask, settlesWithin } from '../periodic.js';
 import { getProvider } from '../providers/index.js';
 import { handleMetricsOnProxyPort, startMetricsServer, type MetricsServer } from '../metrics/endpoint.js';
 import { DaemonMetrics } from '../metrics/registry.js';
@@ -211,7 +211,8 @@ export async function startDaemon(
           for (const socket of sockets) if (!inFlight.get(socket)?.size) socket.destroy();
         };
         closeIdle();
-        const sweep = setInterval(closeIdle, 100);
+        const sweep = new PeriodicTask(async () => closeIdle(), { what: 'drain: idle sockets', logger, pauseMs: 100 });
+        void sweep.start('after-pause');
         const limit = setTimeout(() => {
           logger.warn(
             { afterMs: DRAIN_LIMIT_MS },
@@ -221,7 +222,7 @@ export async function startDaemon(
         }, DRAIN_LIMIT_MS);
         await drained;
         await metricsServer?.close();
-        clearInterval(sweep);
+        await sweep.stop();
         clearTimeout(limit);
         logger.info({ ms: Date.now() - t0 }, 'in-flight calls drained');
         for (const c of components.reverse()) {

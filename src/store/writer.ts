@@ -1,3 +1,4 @@
+import { PeriodicTask } from '../periodic.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
@@ -59,7 +60,7 @@ export class EventWriter implements EventSink, Component {
   private readonly batchSize: number;
   private readonly maxBackoff: number;
   private readonly stopTimeout: number;
-  private timer: NodeJS.Timeout | undefined;
+  private loop: PeriodicTask | undefined;
   private shipping: Promise<void> | undefined;
   private kicked = false;
   private retryAt = 0;
@@ -119,8 +120,13 @@ export class EventWriter implements EventSink, Component {
     if (recovered > 0) this.log.info({ events: recovered }, 'replaying usage events spooled by a previous run');
     if (truncatedTails > 0)
       this.log.warn({ segments: truncatedTails }, 'spool lines cut short by a crash were dropped');
-    this.timer = setInterval(() => this.tick(), this.interval);
-    this.timer.unref();
+    // tick() never throws: a failed write is the writer's own backoff and log, not the loop's.
+    this.loop = new PeriodicTask(async () => this.tick(), {
+      what: 'usage event writer',
+      logger: this.log,
+      pauseMs: this.interval,
+    });
+    void this.loop.start('after-pause');
     if (recovered > 0) this.tick();
   }
 
@@ -128,7 +134,7 @@ export class EventWriter implements EventSink, Component {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    clearInterval(this.timer);
+    await this.loop?.stop();
     // A database already failing gets one more attempt, not the whole stop timeout: the events
     // are safe in the spool, and the exit stays short for the orchestrator's grace period.
     const deadline = Date.now() + (this.failures > 0 ? Math.min(this.stopTimeout, OUTAGE_STOP_MS) : this.stopTimeout);
