@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { WindowKind } from '../calendar.js';
-import { getProvider } from '../providers/index.js';
+import { getProvider, PROVIDER_SLUGS } from '../providers/index.js';
 import type { Queryable } from '../store/types.js';
 import { BudgetAdminError, clearBudget, setBudget } from './admin.js';
 import { unknownAccount } from '../auth/accounts.js';
@@ -36,7 +36,7 @@ const blockRefused = (account: string, plan: string) =>
 function checkScope(scope: Scope): void {
   if (scope.kind === 'provider' && !getProvider(scope.value!)) {
     throw new BudgetAdminError(
-      `--scope provider:${scope.value} names no provider: expected one of openai, anthropic, groq, gemini, mistral, together, cohere, deepseek, xai`,
+      `--scope provider:${scope.value} names no provider: expected one of ${PROVIDER_SLUGS.join(', ')}`,
     );
   }
 }

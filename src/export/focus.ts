@@ -22,6 +22,7 @@ import {
 } from '../pricing/decimal.js';
 import { UNITS, type PriceClass } from '../pricing/units.js';
 import { usageFromStored, type StoredUsage } from '../store/event-units.js';
+import { getProvider } from '../providers/index.js';
 import type { ProviderSlug } from '../providers/types.js';
 import { stringTags } from '../tags.js';
 import { nextDay } from './params.js';
@@ -75,21 +76,9 @@ export type FocusColumn = (typeof FOCUS_COLUMNS)[number];
  *  Identifiers are never altered: they start with a fixed provider slug or are UUIDs instead. */
 export const FOCUS_FREE_TEXT: readonly FocusColumn[] = ['ResourceName'];
 
-/** Who bills the usage, and the service's name, per provider slug. */
-const PROVIDERS: Record<ProviderSlug, { name: string; service: string }> = {
-  openai: { name: 'OpenAI', service: 'OpenAI API' },
-  anthropic: { name: 'Anthropic', service: 'Claude API' },
-  groq: { name: 'Groq', service: 'GroqCloud API' },
-  gemini: { name: 'Google', service: 'Gemini API' },
-  mistral: { name: 'Mistral AI', service: 'Mistral AI API' },
-  together: { name: 'Together AI', service: 'Together AI API' },
-  cohere: { name: 'Cohere', service: 'Cohere API' },
-  deepseek: { name: 'DeepSeek', service: 'DeepSeek API' },
-  xai: { name: 'xAI', service: 'xAI API' },
-};
-
+/** Who bills the usage, and the service's name (the provider's `focus`). */
 function provider(slug: string): { name: string; service: string } {
-  return PROVIDERS[slug as ProviderSlug] ?? { name: slug, service: `${slug} API` };
+  return getProvider(slug)?.focus ?? { name: slug, service: `${slug} API` };
 }
 
 /** SkuMeter per priced unit, and what one is counted in (FOCUS UnitFormat: plural, capitalised). */

@@ -4,23 +4,10 @@
  */
 import type { CallStart } from '../metering/types.js';
 import type { UsageEvent } from '../metering/event.js';
-import type { ProviderSlug } from '../providers/types.js';
+import { getProvider } from '../providers/index.js';
 
-/** gen_ai.provider.name (and the older gen_ai.system) per provider slug: the convention's own
- *  values where it lists the provider, the slug's spelling in its style otherwise. */
-const PROVIDER_NAMES: Record<ProviderSlug, string> = {
-  openai: 'openai',
-  anthropic: 'anthropic',
-  gemini: 'gcp.gemini',
-  groq: 'groq',
-  mistral: 'mistral_ai',
-  together: 'together_ai',
-  cohere: 'cohere',
-  deepseek: 'deepseek',
-  xai: 'x_ai',
-};
-
-export const providerName = (slug: string) => PROVIDER_NAMES[slug as ProviderSlug] ?? slug;
+/** gen_ai.provider.name (and the older gen_ai.system): the provider's `otelName`. */
+export const providerName = (slug: string) => getProvider(slug)?.otelName ?? slug;
 
 /** gen_ai.operation.name from the provider path the call went to. */
 export function operationName(path: string): string {

@@ -8,24 +8,14 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { calcPrice, type ConditionalPrice, type ModelInfo, type ModelPrice } from '@pydantic/genai-prices';
 import { parseDecimal, type Dec } from './decimal.js';
-import type { ProviderSlug } from '../providers/types.js';
+import { providers, PROVIDER_SLUGS, type ProviderSlug } from '../providers/index.js';
 import type { CompiledModel, PriceConstraint, PriceEntry, PriceSet, TieredDec } from './types.js';
 import { PRICE_CLASSES, SELF_SUFFICIENT_CLASSES, UNITS, type PriceClass } from './units.js';
 
-/** Our slugs → the catalogue's provider ids. Always passed explicitly: without it the catalogue
- *  guesses from the model name, and Groq/Together models (`openai/gpt-oss-120b`, `meta-llama/…`)
- *  would be priced as another provider's or not at all. */
-export const CATALOGUE_PROVIDER_ID: Readonly<Record<ProviderSlug, string>> = {
-  openai: 'openai',
-  anthropic: 'anthropic',
-  groq: 'groq',
-  gemini: 'google',
-  mistral: 'mistral',
-  together: 'together',
-  cohere: 'cohere',
-  deepseek: 'deepseek',
-  xai: 'x-ai',
-};
+/** Our slugs → the catalogue's provider ids (each provider's `catalogueId`). */
+export const CATALOGUE_PROVIDER_ID: Readonly<Record<ProviderSlug, string>> = Object.fromEntries(
+  PROVIDER_SLUGS.map((slug) => [slug, providers[slug].catalogueId]),
+) as Record<ProviderSlug, string>;
 
 /** Catalogue price keys for the classes we meter. Other keys (audio hours, document pages,
  *  file searches) have no counterpart in what the proxied APIs report and are ignored. */

@@ -118,6 +118,9 @@ function messageBatchResults(req: RequestInfo): BatchResults | undefined {
 export const anthropic: Provider = {
   slug: 'anthropic',
   defaultBaseUrl: 'https://api.anthropic.com/v1',
+  catalogueId: 'anthropic',
+  focus: { name: 'Anthropic', service: 'Claude API' },
+  otelName: 'anthropic',
   requestModel: bodyModel,
   usageFromJson(body: unknown, req: RequestInfo): UsageResult {
     const o = obj(body);

@@ -81,6 +81,9 @@ class CohereAccumulator extends TextAccumulator {
 export const cohere: Provider = {
   slug: 'cohere',
   defaultBaseUrl: 'https://api.cohere.com/v1',
+  catalogueId: 'cohere',
+  focus: { name: 'Cohere', service: 'Cohere API' },
+  otelName: 'cohere',
   requestModel: bodyModel,
   usageFromJson(body: unknown, req: RequestInfo): UsageResult {
     const o = obj(body);

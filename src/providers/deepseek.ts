@@ -6,6 +6,9 @@ import { openAICompatible, openAIUsage } from './openai-compatible.js';
 export const deepseek = openAICompatible({
   slug: 'deepseek',
   defaultBaseUrl: 'https://api.deepseek.com',
+  catalogueId: 'deepseek',
+  focus: { name: 'DeepSeek', service: 'DeepSeek API' },
+  otelName: 'deepseek',
   normalise(u) {
     const base = openAIUsage(u);
     if (!base) return undefined;

@@ -139,6 +139,9 @@ class GeminiAccumulator extends TextAccumulator {
 export const gemini: Provider = {
   slug: 'gemini',
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
+  catalogueId: 'google',
+  focus: { name: 'Google', service: 'Gemini API' },
+  otelName: 'gcp.gemini',
   requestModel: (req) => geminiPathModel(req.path),
   usageFromJson(body: unknown, req: RequestInfo): UsageResult {
     // streamGenerateContent without alt=sse answers one JSON array of chunks: take the last usage

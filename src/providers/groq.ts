@@ -9,6 +9,9 @@ import { openAICompatible } from './openai-compatible.js';
 export const groq = openAICompatible({
   slug: 'groq',
   defaultBaseUrl: 'https://api.groq.com/openai/v1',
+  catalogueId: 'groq',
+  focus: { name: 'Groq', service: 'GroqCloud API' },
+  otelName: 'groq',
   extraUsage: (o) => obj(o.x_groq)?.usage,
   extraError: (o) => {
     const e = obj(o.x_groq)?.error;

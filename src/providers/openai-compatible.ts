@@ -18,7 +18,7 @@ import { eachStringField, firstStringField, hasObjectField, objectStrings } from
 import type {
   ExtraUnit,
   Provider,
-  ProviderSlug,
+  ProviderFacts,
   RequestInfo,
   StreamAccumulator,
   UnitCounts,
@@ -94,9 +94,7 @@ function toolCalls(o: Obj, req: RequestInfo, mode: Mode): UnitCounts {
   return mode === 'chat' && obj(req.body)?.web_search_options !== undefined ? { web_searches: 1 } : {};
 }
 
-export interface CompatOptions {
-  slug: ProviderSlug;
-  defaultBaseUrl: string;
+export interface CompatOptions extends ProviderFacts {
   /** Provider rules on top of OpenAI's (xAI reasoning, DeepSeek cache hits). */
   normalise?: (u: Obj) => Usage | undefined;
   /** Another place a body or chunk may carry usage, tried after `usage` (Groq `x_groq.usage`). */
@@ -246,6 +244,9 @@ export function openAICompatible(opts: CompatOptions): Provider {
   return {
     slug: opts.slug,
     defaultBaseUrl: opts.defaultBaseUrl,
+    catalogueId: opts.catalogueId,
+    focus: opts.focus,
+    otelName: opts.otelName,
     requestModel: bodyModel,
     usageFromJson(body: unknown, req: RequestInfo): UsageResult {
       const o = obj(body);

@@ -3,7 +3,13 @@ import { isNum, obj } from './common.js';
 import { openAICompatible } from './openai-compatible.js';
 import type { BatchResults, Provider, RequestInfo } from './types.js';
 
-const compat = openAICompatible({ slug: 'openai', defaultBaseUrl: 'https://api.openai.com/v1' });
+const compat = openAICompatible({
+  slug: 'openai',
+  defaultBaseUrl: 'https://api.openai.com/v1',
+  catalogueId: 'openai',
+  focus: { name: 'OpenAI', service: 'OpenAI API' },
+  otelName: 'openai',
+});
 
 /** `GET v1/files/{id}/content`: a batch's output file has one line per request,
  *  `{id, custom_id, response: {status_code, request_id, body}, error}`, the body a chat

@@ -1,4 +1,4 @@
-/** The nine providers of CONTRACT §2. Adding one = one file + one line in ./index.ts + fixtures. */
+/** The nine providers of CONTRACT §2. Adding one: docs/architecture.md "Adding a provider". */
 export const PROVIDER_SLUGS = [
   'openai',
   'anthropic',
@@ -112,10 +112,25 @@ export interface BatchResults {
   readLine(line: string): BatchResultLine | undefined;
 }
 
-export interface Provider {
+/** What the rest of meter knows of a provider besides reading its usage. Each lives on the
+ *  provider, so a new provider is its file, its line in ./index.ts and PROVIDER_SLUGS, and fixtures. */
+export interface ProviderFacts {
   slug: ProviderSlug;
   /** Public base address (origin + base path), CONTRACT §2. */
   defaultBaseUrl: string;
+  /** Its id in the @pydantic/genai-prices catalogue. Always passed: without it the catalogue
+   *  guesses from the model name, and Groq/Together models (`openai/gpt-oss-120b`,
+   *  `meta-llama/…`) would be priced as another provider's or not at all. */
+  catalogueId: string;
+  /** FOCUS export: who bills the usage (ProviderName, PublisherName, InvoiceIssuerName) and the
+   *  service's name (ServiceName). */
+  focus: { name: string; service: string };
+  /** OpenTelemetry gen_ai.provider.name (and gen_ai.system): the GenAI convention's own value
+   *  where it lists the provider, the slug's spelling in its style otherwise. */
+  otelName: string;
+}
+
+export interface Provider extends ProviderFacts {
   /** The requested model, from the body or (Gemini) the path. */
   requestModel(req: RequestInfo): string | undefined;
   /** Usage from a complete non-streaming JSON response body. */

@@ -49,6 +49,9 @@ function searchCalls(d: Obj) {
 export const xai = openAICompatible({
   slug: 'xai',
   defaultBaseUrl: 'https://api.x.ai/v1',
+  catalogueId: 'x-ai',
+  focus: { name: 'xAI', service: 'xAI API' },
+  otelName: 'x_ai',
   normalise: xaiUsage,
   toolCallsInUsage: true,
 });

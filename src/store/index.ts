@@ -46,18 +46,21 @@ export async function openStore(config: StoreConfig, logger?: Logger): Promise<S
   return db;
 }
 
-/** Errors that mean "this DATABASE_URL does not lead to a database meter can use". */
-const CONNECT_ERRORS = new Set([
+/** The database server cannot be reached: nothing listens, the name does not resolve (yet),
+ *  the network drops the connection. */
+export const UNREACHABLE = [
   'ECONNREFUSED',
   'ENOTFOUND',
   'EAI_AGAIN',
   'ETIMEDOUT',
   'ECONNRESET',
   'EHOSTUNREACH',
-  '28P01',
-  '28000',
-  '3D000',
-]);
+  'ENETUNREACH',
+];
+
+/** Errors that mean "this DATABASE_URL does not lead to a database meter can use": unreachable,
+ *  wrong credentials (28P01, 28000), no such database (3D000). */
+const CONNECT_ERRORS = new Set([...UNREACHABLE, '28P01', '28000', '3D000']);
 
 /** A connection failure names DATABASE_URL (password masked), so the user knows what to fix. */
 export function withDatabaseName(err: Error, url: string): Error {

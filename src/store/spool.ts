@@ -1,18 +1,19 @@
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  truncateSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EventRun } from './event-run.js';
 import { acquireLock, StoreLockedError } from './lockfile.js';
+import {
+  appendDeadLetters,
+  appendSegmentNow,
+  firstLine,
+  NEWLINE,
+  parse,
+  readFully,
+  recoverSegments,
+  segmentPath,
+  syncDir,
+  type Segment,
+} from './spool-files.js';
 
 /**
  * The local append-only log between the hot path and the database: every event becomes one
@@ -33,22 +34,6 @@ export interface SpoolOptions {
   segmentMaxEvents?: number;
   /** Buffered, not yet written bytes that make `wantsFlush` true. */
   flushBytes?: number;
-}
-
-interface Segment {
-  readonly seq: number;
-  readonly path: string;
-  /** Lines appended (positions handed out). */
-  count: number;
-  /** Lines written and fsynced. */
-  durable: number;
-  /** Bytes written and fsynced: a failed write is cut back to here. */
-  bytes: number;
-  acked: number;
-  /** Where the first line not acknowledged starts. */
-  ackedBytes: number;
-  sealed: boolean;
-  fh?: FileHandle;
 }
 
 /** The events `read` handed out, and where they end in their segment (for `ack`). */
@@ -79,8 +64,6 @@ const CHUNK_BYTES = 128 * 1024;
 const KEPT_CHUNKS = 16;
 /** A read buffer past this size is not kept for the next read. */
 const MAX_KEPT_READ = 8 << 20;
-const NEWLINE = 0x0a;
-const SEGMENT_RE = /^seg-(\d{12})\.jsonl$/;
 const DEAD_LETTER_FILE = 'dead-letter.jsonl';
 
 export class Spool<T> {
@@ -125,31 +108,8 @@ export class Spool<T> {
         `the spool in ${this.dir} is in use by process ${err.owner.pid} (another meter daemon with the same METER_DATA_DIR); give each daemon its own METER_DATA_DIR`,
       );
     }
-    let recovered = 0;
-    let truncatedTails = 0;
-    const files = readdirSync(this.dir)
-      .filter((f) => SEGMENT_RE.test(f))
-      .sort();
-    let lastSeq = 0;
-    for (const file of files) {
-      const seq = Number(SEGMENT_RE.exec(file)![1]);
-      lastSeq = Math.max(lastSeq, seq);
-      const path = join(this.dir, file);
-      const buf = readFileSync(path);
-      const end = buf.lastIndexOf(NEWLINE) + 1;
-      if (end < buf.length) {
-        truncateSync(path, end);
-        truncatedTails++;
-      }
-      let count = 0;
-      for (let i = buf.indexOf(NEWLINE); i >= 0 && i < end; i = buf.indexOf(NEWLINE, i + 1)) count++;
-      if (count === 0) {
-        unlinkSync(path);
-        continue;
-      }
-      this.segments.push({ seq, path, count, durable: count, bytes: end, acked: 0, ackedBytes: 0, sealed: true });
-      recovered += count;
-    }
+    const { segments, recovered, truncatedTails, lastSeq } = recoverSegments(this.dir);
+    this.segments = segments;
     this.unacked = recovered;
     this.active = this.newSegment(lastSeq + 1);
     this.opened = true;
@@ -212,7 +172,7 @@ export class Spool<T> {
         try {
           if (!seg.fh) {
             seg.fh = await open(seg.path, 'a', 0o600);
-            await this.syncDir(); // the new file's name must survive a crash too
+            await syncDir(this.dir); // the new file's name must survive a crash too
           }
           for (let i = 0; i < n; i++) {
             const { buf, used } = this.writing[i]!;
@@ -306,24 +266,7 @@ export class Spool<T> {
   /** Keeps events the database rejects for their data, with the reason, instead of losing
    *  them. A line that is not even JSON (a torn write) is kept as it is. */
   async deadLetter(lines: string[], reason: string): Promise<void> {
-    const at = new Date().toISOString();
-    const data = lines
-      .map((line) => {
-        const event = parse(line);
-        return (
-          JSON.stringify(
-            event === undefined ? { at, reason: `unreadable spool line (${reason})`, line } : { at, reason, event },
-          ) + '\n'
-        );
-      })
-      .join('');
-    const fh = await open(this.deadLetterPath, 'a', 0o600);
-    try {
-      await fh.appendFile(data);
-      await fh.datasync();
-    } finally {
-      await fh.close();
-    }
+    await appendDeadLetters(this.deadLetterPath, lines, reason);
   }
 
   stats(): SpoolStats {
@@ -403,7 +346,7 @@ export class Spool<T> {
   private newSegment(seq: number): Segment {
     const seg: Segment = {
       seq,
-      path: join(this.dir, `seg-${String(seq).padStart(12, '0')}.jsonl`),
+      path: segmentPath(this.dir, seq),
       count: 0,
       durable: 0,
       bytes: 0,
@@ -442,70 +385,8 @@ export class Spool<T> {
     await fh?.close().catch(() => {});
   }
 
-  private async syncDir(): Promise<void> {
-    const dh = await open(this.dir, 'r');
-    try {
-      await dh.sync();
-    } catch {
-      // some file systems cannot fsync a directory; the file itself is still synced
-    } finally {
-      await dh.close();
-    }
-  }
-
   /** After close (or before open): the event still must not be lost, so it is written now. */
   private appendNow(line: string): void {
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const last = this.segments.reduce((m, s) => Math.max(m, s.seq), 0);
-    const name = `seg-${String(last + 1).padStart(12, '0')}.jsonl`;
-    const fd = openSync(join(this.dir, name), 'a', 0o600);
-    try {
-      writeSync(fd, line);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  }
-}
-
-/** The line that starts at `position` in a file; undefined when the file is gone. */
-async function firstLine(path: string, position: number): Promise<string | undefined> {
-  const fh = await open(path, 'r').catch(() => undefined);
-  if (!fh) return undefined;
-  try {
-    for (let size = 16 * 1024; ; size *= 4) {
-      const buf = Buffer.allocUnsafe(size);
-      const got = await readFully(fh, buf, 0, size, position);
-      const end = buf.subarray(0, got).indexOf(NEWLINE);
-      if (end >= 0) return buf.toString('utf8', 0, end);
-      if (got < size) return undefined;
-    }
-  } finally {
-    await fh.close();
-  }
-}
-
-/** Reads `length` bytes at `position` unless the file ends first; returns how many it read. */
-async function readFully(
-  fh: FileHandle,
-  buf: Buffer,
-  offset: number,
-  length: number,
-  position: number,
-): Promise<number> {
-  let got = 0;
-  while (got < length) {
-    const { bytesRead } = await fh.read(buf, offset + got, length - got, position + got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
-  }
-  return got;
-}
-
-function parse(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
+    appendSegmentNow(this.dir, this.segments.reduce((m, s) => Math.max(m, s.seq), 0) + 1, line);
   }
 }

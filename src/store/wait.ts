@@ -2,23 +2,12 @@ import { MeterFailure } from '../errors.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { maskUrl } from '../config.js';
 import type { Logger } from '../log.js';
-import { openStore, type Store, type StoreConfig } from './index.js';
+import { openStore, UNREACHABLE, type Store, type StoreConfig } from './index.js';
 
 /** The database is not (yet) there: nothing listens, the name does not resolve yet (a
  *  container starting), or the server says it is starting up or shutting down. Wrong
  *  credentials or a missing database are not waited for: they need the operator. */
-const NOT_UP = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'ECONNRESET',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  '57P03',
-  '08006',
-  '08001',
-]);
+const NOT_UP = new Set([...UNREACHABLE, '57P03', '08006', '08001']);
 
 export function isDatabaseNotUp(err: unknown): boolean {
   const e = err as { code?: string; message?: string; errors?: unknown[]; cause?: unknown };
