@@ -34,7 +34,9 @@ const HEAD: Record<Name, string> = {
   otel: 'meter + OTel export',
 };
 
-/** The rows of DESIGN.md's targets, `target` against the floor that writes where there is one. */
+/** The rows of the targets, `target` against the floor that writes where there is one: the proxy
+ *  process's own work. Rates at c=64 and PostgreSQL's CPU are printed, not targets (on two shared
+ *  cores a rate is the inverse of the whole machine's CPU per call; docs/performance.md). */
 /** `postgres`: a row only with meter on PostgreSQL (its CPU is read from /proc: 0 when remote). */
 const ROWS: {
   label: string;
@@ -47,15 +49,15 @@ const ROWS: {
   { label: 'added p50, JSON, c=1', pick: (r) => r.c1p50, unit: 'ms', target: '≤ 1.3×' },
   { label: 'added p99, JSON, c=1', pick: (r) => r.c1p99, unit: 'ms', embedded: '≤ 2× bare' },
   { label: 'CPU per call, JSON, c=1', pick: (r) => r.cpu, unit: 'µs', target: '≤ 1.2×' },
-  { label: 'req/s, JSON, c=64', pick: (r) => r.rps, unit: 'rps', target: '≥ 0.9×' },
-  { label: 'CPU per call, JSON, c=64', pick: (r) => r.cpu64, unit: 'µs' },
+  { label: 'req/s, JSON, c=64', pick: (r) => r.rps, unit: 'rps' },
+  { label: 'CPU per call, JSON, c=64', pick: (r) => r.cpu64, unit: 'µs', target: '≤ 1.2×' },
   { label: '… PostgreSQL CPU per call, JSON, c=64', pick: (r) => r.db64, unit: 'µs', postgres: true },
   { label: '… machine CPU per call, JSON, c=64', pick: (r) => r.machine64, unit: 'µs' },
-  { label: 'added first byte p50, stream, c=1', pick: (r) => r.fb50, unit: 'ms', target: '≤ 1.3×' },
+  { label: 'added first byte p50, stream, c=1', pick: (r) => r.fb50, unit: 'ms', target: '≤ 1.2×' },
   { label: 'added first byte p99, stream, c=1', pick: (r) => r.fb99, unit: 'ms' },
   { label: 'CPU per call, stream, c=1', pick: (r) => r.streamCpu, unit: 'µs', target: '≤ 1.2×' },
-  { label: 'req/s, stream, c=64', pick: (r) => r.streamRps, unit: 'rps', target: '≥ 0.9×' },
-  { label: 'CPU per call, stream, c=64', pick: (r) => r.streamCpu64, unit: 'µs' },
+  { label: 'req/s, stream, c=64', pick: (r) => r.streamRps, unit: 'rps' },
+  { label: 'CPU per call, stream, c=64', pick: (r) => r.streamCpu64, unit: 'µs', target: '≤ 1.2×' },
   { label: '… PostgreSQL CPU per call, stream, c=64', pick: (r) => r.streamDb64, unit: 'µs', postgres: true },
   { label: '… machine CPU per call, stream, c=64', pick: (r) => r.streamMachine64, unit: 'µs' },
   { label: '… CPU per call that is idle work', pick: (r) => r.idleCpu, unit: 'µs' },
