@@ -13,7 +13,7 @@ import { boundUsage } from './bounded-usage.js';
 import { storedUnits } from '../store/event-units.js';
 import { JsonCapture } from './json-capture.js';
 import { cleanTags, storable } from './storable.js';
-import type { CallMeter, CallStart, EventSink } from './types.js';
+import type { CallMeter, CallOutcome, CallStart, EventSink } from './types.js';
 
 export interface CallMeterDeps {
   pricer: Pricer;
@@ -119,7 +119,7 @@ export class MeteredCall implements CallMeter {
     }
   }
 
-  end(outcome: { completed: boolean; status?: number }): void {
+  end(outcome: CallOutcome): void {
     if (this.ended) return;
     this.ended = true;
     const endedAt = performance.now();
@@ -156,7 +156,7 @@ export class MeteredCall implements CallMeter {
 
   /** The call's event; a whole download of batch results is one event per model instead. A
    *  download cut short or failed charges nothing: the client will download it again. */
-  private buildEvents(outcome: { completed: boolean; status?: number }, endedAt: number): UsageEvent[] {
+  private buildEvents(outcome: CallOutcome, endedAt: number): UsageEvent[] {
     const event = this.build(outcome, endedAt);
     if (!this.batch) return [event];
     const whole = outcome.completed && event.status >= 200 && event.status < 300 && !this.unreadable && this.decodedOk;
@@ -165,7 +165,7 @@ export class MeteredCall implements CallMeter {
     return this.batch.events(event);
   }
 
-  private build(outcome: { completed: boolean; status?: number }, endedAt: number): UsageEvent {
+  private build(outcome: CallOutcome, endedAt: number): UsageEvent {
     const status = outcome.status ?? (this.status || 502);
     const requestedModel = this.provider?.requestModel(this.req) ?? null;
     let result: UsageResult = {};
@@ -177,7 +177,9 @@ export class MeteredCall implements CallMeter {
       body = this.json.value();
       if (body !== undefined) result = this.provider.usageFromJson(body, this.req);
     }
-    const used = this.usageOf(result, status, outcome.completed, requestedModel);
+    // The client left and the provider's answer never came: it still has the prompt (CONTRACT §6).
+    const unanswered = outcome.clientLeft === true && this.status === 0;
+    const used = this.usageOf(result, unanswered ? 200 : status, outcome.completed, requestedModel);
     const source = used.source;
     // Out-of-range figures are clamped and the event keeps them (usage_raw): never lost, never unbounded.
     const { usage, raw } = boundUsage(used.usage, body);

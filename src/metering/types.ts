@@ -46,9 +46,17 @@ export interface CallMeter {
   responseChunk(chunk: Buffer, at?: number): void;
   /** The call is over: `completed` false when the client left or the upstream failed midway.
    *  Builds the event and pushes it to the sink. */
-  end(outcome: { completed: boolean; status?: number }): void;
+  end(outcome: CallOutcome): void;
 }
 
 export interface Metering {
   begin(call: CallStart): CallMeter;
+}
+
+/** How a call ended. `clientLeft`: the client went away after the request was forwarded (its
+ *  answer was still read); with no answer from the provider either, usage is estimated. */
+export interface CallOutcome {
+  completed: boolean;
+  status?: number;
+  clientLeft?: boolean;
 }

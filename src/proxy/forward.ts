@@ -2,7 +2,7 @@ import { MeterFailure } from '../errors.js';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
-import type { CallStart } from '../metering/types.js';
+import type { CallOutcome, CallStart } from '../metering/types.js';
 import { closeIfBodyUnread, sendError } from '../http.js';
 import { BodyTooLargeError, type RequestBodyTap } from './body-tap.js';
 import type { GuardedMeter } from './guarded-meter.js';
@@ -40,6 +40,8 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   private headSent = false;
   private over = false;
   private clientGone = false;
+  /** The client left after the request was forwarded: the answer is read and metered still. */
+  private readOn = false;
   private waitingForDrain = false;
   private bodyDelivered = false;
   /** The response head, until the meter is given it (with the first chunk it meters). */
@@ -81,7 +83,13 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   private readonly onClientClose = (): void => {
     if (this.over) return;
     this.clientGone = true;
-    this.controller?.abort(new ClientGoneError());
+    // A call the provider has whole (a POST) is billed whoever listens: its answer is read to its
+    // end (within the upstream timeout) and metered (CONTRACT §6). Anything else is abandoned:
+    // a request not sent whole, a download (batch results) the client will fetch again.
+    const req = this.res.req;
+    this.readOn = this.controller !== undefined && req?.complete === true && req.method === 'POST';
+    if (!this.readOn) this.controller?.abort(new ClientGoneError());
+    else if (this.waitingForDrain) this.onDrain();
     // A client that only half-closed would otherwise keep this socket (and the drain) waiting.
     this.res.destroy();
   };
@@ -121,7 +129,9 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
       this.held = undefined;
       this.meter.responseChunk(held, this.heldAt);
     }
-    this.meter.end(this.status === 0 ? { completed } : { completed, status: this.status });
+    const outcome: CallOutcome = this.status === 0 ? { completed } : { completed, status: this.status };
+    if (this.readOn) outcome.clientLeft = true;
+    this.meter.end(outcome);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -136,10 +146,11 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     headers: IncomingHttpHeaders,
     statusMessage?: string,
   ): void {
-    if (statusCode < 200 || this.clientGone) return; // 1xx informational: not relayed
+    if (statusCode < 200 || (this.clientGone && !this.readOn)) return; // 1xx informational: not relayed
     const headAt = performance.now();
     this.status = statusCode;
     this.head = { status: statusCode, headers, at: headAt };
+    if (this.clientGone) return; // metered all the same
     const out = clientResponseHeaders(headers, this.requestId);
     if (this.extraHeaders) Object.assign(out, this.extraHeaders);
     // What is known when the head goes out: the request side, and this head's own handling.
@@ -160,9 +171,9 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.clientGone) return;
+    if (this.clientGone && !this.readOn) return;
     const chunkAt = this.firstChunk ? performance.now() : 0;
-    if (!this.res.write(chunk) && !this.waitingForDrain) {
+    if (!this.clientGone && !this.res.write(chunk) && !this.waitingForDrain) {
       this.waitingForDrain = true;
       controller.pause();
       this.res.once('drain', this.onDrain);
@@ -179,7 +190,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     // The client has the whole answer before the metering builds its event.
-    this.res.end();
+    if (!this.clientGone) this.res.end();
     this.finish(true);
   }
 

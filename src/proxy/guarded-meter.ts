@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../log.js';
-import type { CallMeter, CallStart, Metering } from '../metering/types.js';
+import type { CallMeter, CallOutcome, CallStart, Metering } from '../metering/types.js';
 
 /** Metering must never break a call: whatever it throws is logged (once per call) and dropped. */
 export class GuardedMeter implements CallMeter {
@@ -52,7 +52,7 @@ export class GuardedMeter implements CallMeter {
     }
   }
 
-  end(outcome: { completed: boolean; status?: number }): void {
+  end(outcome: CallOutcome): void {
     try {
       if (this.inner) return this.inner.end(outcome);
     } catch (err) {

@@ -11,7 +11,7 @@ export interface RecordedCall {
   /** The chunks, kept only up to KEEP_CHUNK_BYTES (a 100 MB test must not keep them). */
   chunks: Buffer[];
   chunkBytes: number;
-  outcome?: { completed: boolean; status?: number };
+  outcome?: { completed: boolean; status?: number; clientLeft?: boolean };
 }
 
 const KEEP_CHUNK_BYTES = 8 * 1024 * 1024;

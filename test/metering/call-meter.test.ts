@@ -187,6 +187,20 @@ describe('CallMeter', () => {
     });
   });
 
+  it('a client that left and a provider that never answered: the prompt is estimated, never $0', async () => {
+    const { event } = await meter({
+      slug: 'openai',
+      path: 'v1/chat/completions',
+      requestBody: { model: 'gpt-4o', messages: [{ role: 'user', content: 'a prompt of some length '.repeat(40) }] },
+      noHead: true,
+      endStatus: 502,
+      clientLeft: true,
+    });
+    expect(event).toMatchObject({ status: 502, usageSource: 'estimated', model: 'gpt-4o' });
+    expect(event.inputTokens).toBeGreaterThan(100);
+    expect(Number(event.cost)).toBeGreaterThan(0);
+  });
+
   it('an unknown model costs 0, is flagged unpriced and counted', async () => {
     const f = byName('openai', 'chat.json');
     const body = f.bytes.toString().replace('gpt-4o-2024-08-06', 'acme-private-llm-7');

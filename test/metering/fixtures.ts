@@ -104,6 +104,8 @@ export interface MeterRun {
   endStatus?: number;
   /** No response head at all (the upstream could not be reached). */
   noHead?: boolean;
+  /** The client left after the request was forwarded (the proxy read on). */
+  clientLeft?: boolean;
   tags?: Record<string, string>;
   /** The request's HTTP method (default: unset, as for a POST). */
   method?: string;
@@ -127,11 +129,12 @@ export async function meter(
   call.requestBody(run.requestBody === undefined ? undefined : Buffer.from(JSON.stringify(run.requestBody)));
   if (!run.noHead) call.responseHead(run.status ?? 200, { 'content-type': 'application/json', ...run.headers });
   for (const c of run.chunks ?? []) call.responseChunk(c);
-  call.end(
-    run.endStatus === undefined
+  call.end({
+    ...(run.endStatus === undefined
       ? { completed: run.completed ?? true }
-      : { completed: run.completed ?? false, status: run.endStatus },
-  );
+      : { completed: run.completed ?? false, status: run.endStatus }),
+    ...(run.clientLeft ? { clientLeft: true } : {}),
+  });
   await Promise.race([
     done,
     new Promise((_, reject) => setTimeout(() => reject(new Error('no event within 5 s')), 5000)),

@@ -91,29 +91,86 @@ describe('upstream failures', () => {
     expect((await metering.ended(id)).outcome).toEqual({ completed: false, status: 200 });
   });
 
-  it('a client that disconnects aborts the upstream request at once', async () => {
-    fake.respond((req, res) => {
-      req.resume();
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write('data: {"n":1}\n\n'); // then waits, as a thinking model does
-    });
-    const upstreamRequest = fake.nextRequest();
-    // node:http without an agent: the only connection is this call's, and leaving closes it.
-    const { req, res } = await new Promise<{ req: ClientRequest; res: IncomingMessage }>((resolve, reject) => {
+  /** A call over node:http without an agent (its only connection is this call's: leaving closes
+   *  it), resolved at the first bytes of the answer. */
+  const leaving = (method: string) =>
+    new Promise<{ req: ClientRequest; id: string }>((resolve, reject) => {
       const r = request(
         `${proxy.url}/proxy/openai/chat/completions`,
         {
-          method: 'POST',
+          method,
           agent: false,
-          headers: { authorization: `Bearer ${proxy.key}`, 'content-length': 2 },
+          headers: { authorization: `Bearer ${proxy.key}`, ...(method === 'POST' ? { 'content-length': 2 } : {}) },
         },
-        (response) => response.once('data', () => resolve({ req: r, res: response })),
+        (response) =>
+          response.once('data', () => resolve({ req: r, id: response.headers['x-meter-request-id'] as string })),
       );
       r.on('error', reject);
-      r.end('{}');
+      r.end(method === 'POST' ? '{}' : undefined);
     });
+
+  it('a client that disconnects after its request was forwarded: the answer is still read and metered', async () => {
+    let finish!: () => void;
+    const rest = new Promise<void>((r) => (finish = r));
+    fake.respond(async (req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"n":1}\n\n'); // then waits, as a thinking model does
+      await rest;
+      res.end('data: {"n":2,"usage":{"prompt_tokens":7,"completion_tokens":9}}\n\ndata: [DONE]\n\n');
+    });
+    const upstreamRequest = fake.nextRequest();
+    const { req, id } = await leaving('POST');
     const seen = await upstreamRequest;
+    req.on('error', () => {});
+    req.destroy();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(seen.aborted).toBe(false); // the provider goes on: it has the prompt and bills it
+    finish();
+    const call = await metering.ended(id);
+    expect(call.outcome).toEqual({ completed: true, status: 200, clientLeft: true });
+    expect(Buffer.concat(call.chunks).toString()).toContain('"completion_tokens":9');
     expect(seen.aborted).toBe(false);
+  });
+
+  it('a client that leaves before the answer: the provider still answers, and it is metered', async () => {
+    let finish!: () => void;
+    const rest = new Promise<void>((r) => (finish = r));
+    fake.respond(async (req, res) => {
+      req.resume();
+      await rest;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"usage":{"prompt_tokens":7,"completion_tokens":9}}');
+    });
+    const upstreamRequest = fake.nextRequest();
+    const r = request(`${proxy.url}/proxy/openai/chat/completions`, {
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Bearer ${proxy.key}`, 'content-length': 2 },
+    });
+    r.on('error', () => {});
+    r.end('{}');
+    const seen = await upstreamRequest;
+    r.destroy();
+    await new Promise((res) => setTimeout(res, 200));
+    finish();
+    expect(seen.aborted).toBe(false);
+    const last = () => metering.calls.at(-1)!;
+    for (let i = 0; i < 100 && !last().outcome; i++) await new Promise((res) => setTimeout(res, 50));
+    const call = last();
+    expect(call.outcome).toEqual({ completed: true, status: 200, clientLeft: true });
+    expect(Buffer.concat(call.chunks).toString()).toContain('"completion_tokens":9');
+  });
+
+  it('a client that leaves a download: the upstream request is aborted at once', async () => {
+    fake.respond((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.write('x'); // then waits
+    });
+    const upstreamRequest = fake.nextRequest();
+    const { req, id } = await leaving('GET');
+    const seen = await upstreamRequest;
     const leftAt = Date.now();
     req.on('error', () => {});
     req.destroy();
@@ -121,10 +178,7 @@ describe('upstream failures', () => {
     // well before the idle timeout (1 s) could have ended it
     expect(seen.aborted).toBe(true);
     expect(Date.now() - leftAt).toBeLessThan(900);
-    expect((await metering.ended(res.headers['x-meter-request-id'] as string)).outcome).toEqual({
-      completed: false,
-      status: 200,
-    });
+    expect((await metering.ended(id)).outcome).toEqual({ completed: false, status: 200 });
   });
 });
 
