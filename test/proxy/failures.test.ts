@@ -1,4 +1,4 @@
-import { createServer, request, type ClientRequest, type IncomingMessage } from 'node:http';
+import { createServer, request, type ClientRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Metering } from '../../src/metering/types.js';
