@@ -1,6 +1,8 @@
 import type { DaemonContext } from '../component.js';
 import type { ChangeWatcher } from '../pulse/changes.js';
+import type { Logger } from '../log.js';
 import type { UsageEvent } from '../metering/event.js';
+import { toUnits } from '../money.js';
 import { BudgetMonitor, type BudgetMonitorOptions } from './monitor.js';
 import { ShadowGate } from './gate.js';
 import { ScopedBudgetMonitor, type ScopedMonitorOptions } from './scoped-monitor.js';
@@ -82,4 +84,31 @@ export function createShadowGate(
     },
   );
   return gate;
+}
+
+/**
+ * Alerts within a flush interval of this sidecar's own calls (other sidecars' reach the monitors
+ * with the pulse): after each batch the writer committed, the monitors hear what this sidecar
+ * metered per account since the last batch, and read again at once the budgets it takes to a
+ * level not fired yet; a level fired wakes the alert deliverer at once.
+ */
+export function alertPromptly(
+  metering: { observe(listener: (e: UsageEvent) => void): void; writer: { onWritten(listener: () => void): void } },
+  monitors: { nudge(costs: ReadonlyMap<string, bigint>): Promise<unknown>; onFired: (() => void) | undefined }[],
+  deliverer: { wake(): void },
+  logger: Pick<Logger, 'warn'>,
+): void {
+  let costs = new Map<string, bigint>();
+  metering.observe((e) => {
+    const units = toUnits(e.cost);
+    if (units !== 0n) costs.set(e.accountId, (costs.get(e.accountId) ?? 0n) + units);
+  });
+  metering.writer.onWritten(() => {
+    if (costs.size === 0) return;
+    const batch = costs;
+    costs = new Map();
+    for (const m of monitors)
+      m.nudge(batch).catch((err: Error) => logger.warn({ err: err.message }, 'budgets: a prompt re-read failed'));
+  });
+  for (const m of monitors) m.onFired = () => deliverer.wake();
 }

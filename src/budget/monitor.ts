@@ -50,6 +50,12 @@ export class BudgetMonitor implements Component {
   private readonly now: () => Date;
   private readonly rereads = new RereadSkip();
   private readonly serial = new Serial();
+  /** Per account: what this sidecar metered since its spend was last read (units). */
+  private readonly unread = new Map<string, bigint>();
+  /** Accounts read at least once (the others may have a budget not read yet). */
+  private readonly known = new Set<string>();
+  /** Told when a level fired (the alert deliverer sends at once). */
+  onFired: (() => void) | undefined;
 
   constructor(
     private readonly db: Db,
@@ -69,6 +75,25 @@ export class BudgetMonitor implements Component {
   async pulse(p: Pulse): Promise<void> {
     if (p.changed) await this.refresh(this.opts.served?.());
     else if (p.dirty.size > 0) await this.refresh([...p.dirty]);
+  }
+
+  /** This sidecar's costs per account since the last nudge, after the writer committed them:
+   *  an account whose spend as last read plus those costs reaches a level not fired yet is read
+   *  again at once, so its alert leaves within a flush interval carrying the spend at the crossing. */
+  nudge(costs: ReadonlyMap<string, bigint>): Promise<unknown> {
+    const due: string[] = [];
+    for (const [id, units] of costs) {
+      const s = this.states.get(id);
+      if (!s) {
+        if (!this.known.has(id)) due.push(id);
+        continue;
+      }
+      const unread = (this.unread.get(id) ?? 0n) + units;
+      this.unread.set(id, unread);
+      if (LEVELS.some((l) => !s.levelsFired.includes(l) && reached(s.spendUnits + unread, s.budgetUnits, l)))
+        due.push(id);
+    }
+    return this.refresh(due);
   }
 
   /** Month-to-date spend in USD (decimal text) of a budgeted account; undefined without a budget. */
@@ -101,8 +126,8 @@ export class BudgetMonitor implements Component {
     const { sql, params } = budgetStatesQuery(window, undefined, accounts);
     const rows = await this.db.query<BudgetRow>(sql, params, { name: 'meter_budget_states' });
     const refreshedAt = new Date();
-    if (accounts) for (const id of accounts) this.states.delete(id);
-    else this.states.clear();
+    if (accounts) for (const id of accounts) (this.states.delete(id), this.unread.delete(id), this.known.add(id));
+    else (this.states.clear(), this.unread.clear());
     for (const r of rows) this.states.set(r.account_id, snapshot(r, window.month, refreshedAt));
     const fired: { account: string; level: number }[] = [];
     for (const row of rows) {
@@ -140,6 +165,7 @@ export class BudgetMonitor implements Component {
         if (!result.fired) continue; // another sidecar fired it first, or the budget just changed
         state.levelsFired.push(level);
         fired.push({ account: row.account, level });
+        this.onFired?.();
         this.logger.info(
           { account: row.account, month: window.month, level, channels: result.queued, event_id: alert.id },
           'budget level reached; alert queued',

@@ -59,6 +59,10 @@ export class ScopedBudgetMonitor implements Component {
   readonly #task: PeriodicTask;
   readonly #serial = new Serial();
   readonly #now: () => number;
+  /** Per account: what this sidecar metered since its budgets were last read (units). */
+  readonly #unread = new Map<string, bigint>();
+  /** Told when a level fired (the alert deliverer sends at once). */
+  onFired: (() => void) | undefined;
 
   constructor(
     private readonly db: Db,
@@ -113,6 +117,25 @@ export class ScopedBudgetMonitor implements Component {
     });
   }
 
+  /** As BudgetMonitor.nudge: the budgets of an account whose spend as last read plus what this
+   *  sidecar metered since (the whole account's, a bound for any scope) reaches a level not fired
+   *  yet are read again at once. */
+  nudge(costs: ReadonlyMap<string, bigint>): Promise<void> {
+    const due = new Set<string>();
+    for (const [accountId, units] of costs) {
+      const unread = (this.#unread.get(accountId) ?? 0n) + units;
+      this.#unread.set(accountId, unread);
+      for (const def of this.book.of(accountId)) {
+        const s = this.states.get(def.id);
+        if (def.accountBudget) continue;
+        if (!s) due.add(accountId);
+        else if (def.levels.some((l) => !s.fired.has(l) && reached(s.spendUnits + unread, def.amountUnits, l)))
+          due.add(accountId);
+      }
+    }
+    return due.size === 0 ? Promise.resolve() : this.pulse({ changed: false, dirty: due, alertsDue: false });
+  }
+
   /** Every served account's budgets re-read; buckets past the longest window trimmed hourly. */
   sweep(): Promise<void> {
     return this.#serial.run(async () => {
@@ -141,6 +164,7 @@ export class ScopedBudgetMonitor implements Component {
       // The spend read last stays in force until this read's is installed (below).
       state = { window, spendUnits: state?.window.start === window.start ? state.spendUnits : 0n, fired };
     }
+    this.#unread.delete(def.accountId);
     const { sql, params } = spendQuery(def.accountId, def.scope, window);
     const { rows, seen } = await readWithSeen<{ spend: string }>(this.db, sql, params, () =>
       this.#ledger ? this.#ledger.unseenEvents(def.id) : [],
@@ -156,6 +180,7 @@ export class ScopedBudgetMonitor implements Component {
       const r = await fireBudgetLevel(this.db, def, window, level, spend, new Date(now));
       state.fired.add(level);
       if (r.fired) {
+        this.onFired?.();
         this.logger.info(
           {
             budget: def.id,

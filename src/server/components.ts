@@ -1,7 +1,7 @@
 import { createAlertDeliverer } from '../alerts/index.js';
 import { acquireKeyCache, releaseKeyCache } from '../auth/cache.js';
 import { analyticsComponent } from '../analytics/index.js';
-import { createBudgetMonitor, createScopedMonitor, createShadowGate } from '../budget/index.js';
+import { alertPromptly, createBudgetMonitor, createScopedMonitor, createShadowGate } from '../budget/index.js';
 import type { DaemonContext, StartComponent } from '../component.js';
 import { createFleet, type LedgerOptions } from '../fleet/index.js';
 import { ChangeWatcher } from '../pulse/changes.js';
@@ -72,7 +72,9 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(uiComponent(ctx));
   // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
   await start(aggregateRefresher(ctx));
-  await start(createAlertDeliverer(ctx, changes));
+  const deliverer = await start(createAlertDeliverer(ctx, changes));
+  // Levels crossed by this sidecar's own calls fire as soon as their events are written.
+  alertPromptly(metering, [budget, budgets], deliverer, ctx.logger);
   // Reconciliation against the providers' own reports, daily, when an admin key is set.
   await start(reconcileJob(ctx));
   // Customer billing: what is due derived from stored usage and sent to Stripe or CloudEvents.

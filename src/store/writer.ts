@@ -74,6 +74,7 @@ export class EventWriter implements EventSink, Component {
   private deadLettered = 0;
   private stopping = false;
   private closed = false;
+  private readonly writtenListeners: (() => void)[] = [];
 
   constructor(opts: EventWriterOptions) {
     this.db = opts.db;
@@ -88,6 +89,21 @@ export class EventWriter implements EventSink, Component {
       dir: opts.spoolDir,
       ...(opts.segmentMaxEvents ? { segmentMaxEvents: opts.segmentMaxEvents } : {}),
     });
+  }
+
+  /** `listener` runs after every batch the database took (budgets read their spend at once). */
+  onWritten(listener: () => void): void {
+    this.writtenListeners.push(listener);
+  }
+
+  private tellWritten(): void {
+    for (const listener of this.writtenListeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.log.error({ err }, 'a listener of written batches failed');
+      }
+    }
   }
 
   /** Never blocks, never throws: the call has been answered already. */
@@ -230,6 +246,7 @@ export class EventWriter implements EventSink, Component {
         const batch = await this.spool.read(this.batchSize);
         if (!batch) return;
         await this.write(batch);
+        this.tellWritten();
         if (this.closed) return; // the spool keeps them; the next start replays them (a no-op)
         await this.spool.ack(batch);
         if (this.failures > 0) {
