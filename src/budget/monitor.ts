@@ -126,8 +126,16 @@ export class BudgetMonitor implements Component {
     const { sql, params } = budgetStatesQuery(window, undefined, accounts);
     const rows = await this.db.query<BudgetRow>(sql, params, { name: 'meter_budget_states' });
     const refreshedAt = new Date();
-    if (accounts) for (const id of accounts) (this.states.delete(id), this.unread.delete(id), this.known.add(id));
-    else (this.states.clear(), this.unread.clear());
+    if (accounts) {
+      for (const id of accounts) {
+        this.states.delete(id);
+        this.unread.delete(id);
+        this.known.add(id);
+      }
+    } else {
+      this.states.clear();
+      this.unread.clear();
+    }
     for (const r of rows) this.states.set(r.account_id, snapshot(r, window.month, refreshedAt));
     const fired: { account: string; level: number }[] = [];
     for (const row of rows) {

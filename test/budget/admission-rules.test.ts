@@ -14,13 +14,11 @@ import { createKey } from '../../src/auth/keys.js';
 import { createBudget } from '../../src/budget/budgets-admin.js';
 import { parseScope } from '../../src/budget/scope.js';
 import { toUnits } from '../../src/money.js';
-import { openEmbedded } from '../../src/store/embedded.js';
-import { migrate } from '../../src/store/index.js';
 import { openPostgres } from '../../src/store/postgres.js';
-import type { Db } from '../../src/store/types.js';
 import { atFileEnd } from '../helpers/cleanup.js';
 import { anthropicVia, eventually, openaiVia, startFullDaemon } from '../helpers/fleet.js';
-import { createTestDatabase, describeEachBackend, tempDir } from '../helpers/stores.js';
+import { describeEachBackend } from '../helpers/stores.js';
+import { daemonStore } from './helpers/seed.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/upstreams.js';
 
 // gpt-4o-mini: $0.15 / MTok in, $0.60 / MTok out. Each call really uses 400 + 500 tokens:
@@ -75,10 +73,7 @@ describeEachBackend('the hard cap and strict budgets', (backend) => {
   it('a small cap admits until its amount is spent; a strict one only what fits; shadows flag the same', async () => {
     const upstream = await startFakeUpstream();
     answer(upstream);
-    const dataDir = tempDir();
-    const databaseUrl = backend.name === 'postgres' ? await createTestDatabase() : undefined;
-    const setup: Db = databaseUrl ? openPostgres(databaseUrl) : await openEmbedded(dataDir);
-    await migrate(setup);
+    const { setup, databaseUrl, dataDir } = await daemonStore(backend);
     await createAccount(setup, 'acme', 'pro');
     const { key } = await createKey(setup, 'acme');
     const make = (tenant: string, action: 'block' | 'shadow', strict: boolean) =>

@@ -11,13 +11,10 @@ import { createAccount } from '../../src/auth/accounts.js';
 import { createKey } from '../../src/auth/keys.js';
 import { addChannel } from '../../src/alerts/channels-admin.js';
 import { setBudget } from '../../src/budget/admin.js';
-import { openEmbedded } from '../../src/store/embedded.js';
-import { migrate } from '../../src/store/index.js';
-import { openPostgres } from '../../src/store/postgres.js';
-import type { Db } from '../../src/store/types.js';
 import { httpReceiver } from '../alerts/helpers/receivers.js';
 import { anthropicVia, answerMessages, eventually, startFullDaemon } from '../helpers/fleet.js';
-import { createTestDatabase, describeEachBackend, tempDir } from '../helpers/stores.js';
+import { describeEachBackend } from '../helpers/stores.js';
+import { daemonStore } from './helpers/seed.js';
 import { startFakeUpstream } from '../helpers/upstreams.js';
 
 // claude-sonnet-4 at 100 + 160 tokens: $0.0027 a call against $0.01: 27%, 54%, 81%, 108%.
@@ -32,10 +29,7 @@ describeEachBackend('alerts and the hard cap, call by call', (backend) => {
     const upstream = await startFakeUpstream();
     answerMessages(upstream, { input: 100, output: 160 });
     const rx = await httpReceiver();
-    const dataDir = tempDir();
-    const databaseUrl = backend.name === 'postgres' ? await createTestDatabase() : undefined;
-    const setup: Db = databaseUrl ? openPostgres(databaseUrl) : await openEmbedded(dataDir);
-    await migrate(setup);
+    const { setup, databaseUrl, dataDir } = await daemonStore(backend);
     await createAccount(setup, 'acme', 'pro');
     const { key } = await createKey(setup, 'acme');
     await setBudget(setup, 'acme', '0.01', true);

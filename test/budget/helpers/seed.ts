@@ -1,5 +1,9 @@
 import pino from 'pino';
-import type { Queryable } from '../../../src/store/types.js';
+import { openEmbedded } from '../../../src/store/embedded.js';
+import { migrate } from '../../../src/store/index.js';
+import { openPostgres } from '../../../src/store/postgres.js';
+import type { Db, Queryable } from '../../../src/store/types.js';
+import { createTestDatabase, tempDir, type Backend } from '../../helpers/stores.js';
 
 /** Test data, written straight into the tables (the writer and accounts CLI are not under test). */
 
@@ -68,4 +72,14 @@ export async function addWebhook(
     [id, accountId, url, secret],
   );
   return id;
+}
+
+/** A fresh store of `backend` for a daemon test, open and migrated for setting it up: close
+ *  `setup` before starting the daemon on `databaseUrl` (undefined: the embedded store in `dataDir`). */
+export async function daemonStore(backend: Backend): Promise<{ setup: Db; databaseUrl?: string; dataDir: string }> {
+  const dataDir = tempDir();
+  const databaseUrl = backend.name === 'postgres' ? await createTestDatabase() : undefined;
+  const setup: Db = databaseUrl ? openPostgres(databaseUrl) : await openEmbedded(dataDir);
+  await migrate(setup);
+  return { setup, databaseUrl, dataDir };
 }
