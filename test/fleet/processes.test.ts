@@ -21,6 +21,9 @@ const SIDECARS = 3;
 /** Each limit is set so that exactly this many calls fit at once. */
 const FIT = 20;
 const LEASE_MS = 3_000;
+/** $0.016: three calls' real cost ($0.00425 each) and most of a fourth, far below one call's
+ *  worst case without max_tokens. */
+const SMALL = '0.016';
 
 let db: Db;
 let upstream: FakeUpstream;
@@ -59,6 +62,7 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
       ['tokens', 'pro'],
       ['killed', 'pro'],
       ['tenants', 'pro'],
+      ['small', 'pro'],
     ] as const) {
       await createAccount(db, account, plan);
       const { id, key } = await createKey(db, account);
@@ -71,16 +75,28 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
         );
       }
     }
-    // Room for FIT worst cases and half of one more.
-    await setBudget(db, 'capped', formatUnits(WORST * BigInt(FIT) + WORST / 2n), true);
+    // Room for FIT worst cases less half of one: a call is admitted while any room is left, so the
+    // FIT-th call, admitted with half a worst case left, is the last.
+    await setBudget(db, 'capped', formatUnits(WORST * BigInt(FIT) - WORST / 2n), true);
     await setBudget(db, 'killed', formatUnits(WORST * 10n), true);
-    // A budget of one tenant's calls (a tag scope) that blocks, with room for FIT worst cases.
+    // A strict budget of one tenant's calls (a tag scope), with room for FIT worst cases and half
+    // of one more: only calls whose worst case fits.
     await createBudget(db, 'tenants', {
       amount: formatUnits(WORST * BigInt(FIT) + WORST / 2n),
       scope: parseScope('tag:tenant=globex'),
       window: 'day',
       timezone: 'Asia/Kolkata',
       action: 'block',
+      strict: true,
+    });
+    // Caps smaller than one call's worst case (a call without max_tokens: gpt-4o's whole output
+    // window, about $1.28), one of each rule.
+    await createBudget(db, 'small', { amount: SMALL, scope: parseScope('tag:cap=loose'), action: 'block' });
+    await createBudget(db, 'small', {
+      amount: SMALL,
+      scope: parseScope('tag:cap=strict'),
+      action: 'block',
+      strict: true,
     });
     upstream = await startFakeUpstream();
     daemons = await spawnSidecars(SIDECARS, url, upstream, {
@@ -89,7 +105,7 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
     });
   }, 90_000);
 
-  it('the hard cap: exactly the calls whose worst case fits are admitted, and spend ends under the cap', async () => {
+  it('the hard cap: calls are admitted while spend and the calls in flight leave room, exactly that many', async () => {
     const answers = await burstOn('capped');
     const admitted = answers.filter((a) => a.status === 200).length;
     expect(answers.filter((a) => a.status !== 200).every((a) => a.status === 402 && a.code === 'budget_exceeded')).toBe(
@@ -99,8 +115,61 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
     await eventually(async () => (await written('capped')).requests === String(FIT), 10_000, 'every call written');
     const spend = toUnits((await written('capped')).spend);
     expect(spend).toBe(ACTUAL * BigInt(FIT));
-    expect(spend).toBeLessThanOrEqual(WORST * BigInt(FIT) + WORST / 2n);
   }, 60_000);
+
+  it('a cap smaller than one worst case admits calls until its spend reaches it, no further than the calls then in flight; a strict one never passes it', async () => {
+    answerAfter(upstream, Promise.resolve());
+    const open = JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    const wave = (cap: string) =>
+      Promise.all(
+        Array.from({ length: 9 }, (_, i) =>
+          fetch(`${daemons[i % SIDECARS]!.url}/proxy/openai/v1/chat/completions`, {
+            method: 'POST',
+            headers: {
+              'x-meter-key': keys.small!,
+              authorization: 'Bearer sk-provider',
+              'content-type': 'application/json',
+              'x-metering-tags': `cap=${cap}`,
+            },
+            body: open,
+          }).then(async (r) => (await r.text(), r.status)),
+        ),
+      );
+    const spendOf = async (cap: string) =>
+      toUnits(
+        (
+          await db.query<{ s: string }>(
+            `SELECT coalesce(sum(cost), 0)::text AS s FROM usage_events WHERE tags ->> 'cap' = $1`,
+            [cap],
+          )
+        )[0]!.s,
+      );
+    const waves: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const statuses = await wave('loose');
+      expect(statuses.every((st) => st === 200 || st === 402)).toBe(true);
+      const admitted = statuses.filter((st) => st === 200).length;
+      waves.push(admitted);
+      await eventually(
+        async () => (await spendOf('loose')) === ACTUAL * BigInt(waves.reduce((a, b) => a + b, 0)),
+        10_000,
+        'the wave written',
+      );
+      if (admitted === 0) break;
+    }
+    // While spend is below the cap, a call admitted holds its worst case (more than the whole cap)
+    // until it ends, so the fleet admits one call at a time, until spend reaches the cap: then
+    // the whole wave is refused.
+    const calls = Math.ceil(Number(toUnits(SMALL)) / Number(ACTUAL));
+    expect(waves.reduce((a, b) => a + b, 0)).toBe(calls);
+    expect(waves.at(-1)).toBe(0);
+    const spent = await spendOf('loose');
+    expect(spent).toBeGreaterThanOrEqual(toUnits(SMALL));
+    expect(spent - toUnits(SMALL)).toBeLessThan(ACTUAL); // past it by less than the one call in flight
+    // Strict: no call's worst case fits, so none is admitted and nothing is spent.
+    expect(await wave('strict')).toEqual(Array(9).fill(402));
+    expect(await spendOf('strict')).toBe(0n);
+  }, 120_000);
 
   // Fleet-wide, not per sidecar: kept per sidecar, 20 would fit on each, 60 in all.
   it('a tag-scoped budget that blocks: exactly the calls of that tenant that fit, others pass', async () => {
@@ -152,11 +221,11 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
     expect(lease).toBeDefined(); // it holds an unused slice
     victim.child.kill('SIGKILL');
     daemons = daemons.slice(0, 2);
-    // The budget has room for 10 worst cases: with 3 calls spent, a call is admitted while the
-    // spend leaves its worst case, so the fleet admits exactly this many more.
+    // The budget is 10 worst cases: with 3 calls spent, a call is admitted while spend is below
+    // it, so the fleet admits exactly this many more.
     const budget = WORST * 10n;
     let expected = 0;
-    for (let spent = ACTUAL * 3n; budget - spent >= WORST; spent += ACTUAL) expected++;
+    for (let spent = ACTUAL * 3n; spent < budget; spent += ACTUAL) expected++;
     const t0 = Date.now();
     let admitted = 0;
     while (admitted < expected && Date.now() - t0 < 2 * LEASE_MS + 5_000) {
