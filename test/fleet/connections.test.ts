@@ -150,8 +150,8 @@ describe.skipIf(!postgresUrl || !PGBOUNCER)('three sidecar processes through PgB
     await createAccount(db, 'capped', 'pro');
     key = (await createKey(db, 'capped')).key;
     spare = (await createKey(db, 'capped', 'spare')).key;
-    // Room for FIT worst cases and half of one more.
-    await setBudget(db, 'capped', formatUnits(WORST * BigInt(FIT) + WORST / 2n), true);
+    // FIT worst cases less half of one: the FIT-th call is admitted with room left, then none.
+    await setBudget(db, 'capped', formatUnits(WORST * BigInt(FIT) - WORST / 2n), true);
     const bouncer = await startPgBouncer(new URL(url));
     const throughBouncer = Object.assign(new URL(url), { port: String(bouncer.port) }).toString();
     upstream = await startFakeUpstream();
