@@ -1,9 +1,8 @@
 import pino from 'pino';
 import { openEmbedded } from '../../../src/store/embedded.js';
-import { migrate } from '../../../src/store/index.js';
-import { openPostgres } from '../../../src/store/postgres.js';
+import { migrate, openStore } from '../../../src/store/index.js';
 import type { Db, Queryable } from '../../../src/store/types.js';
-import { createTestDatabase, tempDir, type Backend } from '../../helpers/stores.js';
+import { tempDir, type Backend } from '../../helpers/stores.js';
 
 /** Test data, written straight into the tables (the writer and accounts CLI are not under test). */
 
@@ -77,9 +76,10 @@ export async function addWebhook(
 /** A fresh store of `backend` for a daemon test, open and migrated for setting it up: close
  *  `setup` before starting the daemon on `databaseUrl` (undefined: the embedded store in `dataDir`). */
 export async function daemonStore(backend: Backend): Promise<{ setup: Db; databaseUrl?: string; dataDir: string }> {
-  const dataDir = tempDir();
-  const databaseUrl = backend.name === 'postgres' ? await createTestDatabase() : undefined;
-  const setup: Db = databaseUrl ? openPostgres(databaseUrl) : await openEmbedded(dataDir);
+  const { databaseUrl, dataDir } = await backend.config();
+  const setup: Db = databaseUrl
+    ? await openStore({ databaseUrl, dataDir: tempDir(), dbPoolMax: 1 })
+    : await openEmbedded(dataDir);
   await migrate(setup);
   return { setup, databaseUrl, dataDir };
 }
