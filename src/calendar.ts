@@ -192,3 +192,18 @@ export function isoInZone(instant: number, zone: TimeZone): string {
 
 /** A stored timestamp's text: `.123000Z` is written `.123Z` (like Date#toISOString); finer times keep their microseconds. */
 export const isoTime = (t: string) => t.replace(/(\.\d{3})000Z$/, '$1Z');
+
+/** The days a date given from outside may name (query parameters, flags): 1970-01-01 to
+ *  9999-12-31. PostgreSQL refuses year 0 (`0000-01-01`), JavaScript writes years past 9999 as
+ *  `+010000`, and no usage predates 1970: a date outside is refused as bad input up front. */
+export const FIRST_DAY = '1970-01-01';
+export const LAST_DAY = '9999-12-31';
+export const DAY_RANGE = `from ${FIRST_DAY} to ${LAST_DAY}`;
+
+/** A real calendar day `YYYY-MM-DD` in [FIRST_DAY, LAST_DAY] (V8 reads 2026-02-30 as 2 March:
+ *  the text must round-trip). */
+export function isCalendarDay(text: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text) || text < FIRST_DAY || text > LAST_DAY) return false;
+  const t = Date.parse(`${text}T00:00:00Z`);
+  return !Number.isNaN(t) && new Date(t).toISOString().startsWith(text);
+}

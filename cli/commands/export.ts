@@ -1,10 +1,9 @@
-import { createWriteStream } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { EXPORT_FORMATS } from '../../src/export/params.js';
 import { focusMetadata } from '../../src/export/focus.js';
 import { exportAccount, exportParamsOf, type ExportArgs } from '../../src/export/admin.js';
 import { prepareExport, streamSink, writeExport, type ExportSink } from '../../src/export/run.js';
+import { openAside, writeWhole } from '../aside-file.js';
 import { CliError, UsageError, withStore } from '../context.js';
 
 interface ExportOpts {
@@ -46,9 +45,7 @@ function counted(sink: ExportSink, tty: boolean, headerLines: number) {
 
 /** FOCUS metadata (FocusVersion and the schema) beside the file, written whole or not at all. */
 async function writeFocusMetadata(file: string): Promise<void> {
-  const aside = `${file}.metadata.json.partial-${process.pid}`;
-  await writeFile(aside, `${JSON.stringify(focusMetadata(new Date()), null, 2)}\n`);
-  await rename(aside, `${file}.metadata.json`);
+  await writeWhole(`${file}.metadata.json`, '--out', `${JSON.stringify(focusMetadata(new Date()), null, 2)}\n`);
 }
 
 export function registerExport(program: Command): void {
@@ -77,8 +74,10 @@ export function registerExport(program: Command): void {
       if (!checked.ok) throw new UsageError(checked.message);
       const p = checked.value;
       // A file appears whole or not at all: written aside, renamed when the export is complete.
-      const partial = opts.out ? `${opts.out}.partial-${process.pid}` : undefined;
-      const out = partial ? createWriteStream(partial) : process.stdout;
+      const aside = opts.out ? await openAside(opts.out, '--out') : undefined;
+      const out = aside ? aside.handle.createWriteStream({ autoClose: false }) : process.stdout;
+      let writeFailed: Error | undefined;
+      if (aside) out.on('error', (err: Error) => (writeFailed ??= err));
       const progress = counted(streamSink(out), Boolean(process.stderr.isTTY), p.format === 'jsonl' ? 0 : 1);
       try {
         await withStore(async (store) => {
@@ -92,17 +91,18 @@ export function registerExport(program: Command): void {
           const formatter = await prepareExport(db, account, p);
           await writeExport(db, account, p, formatter, progress.sink);
         });
-        if (partial) {
+        if (aside) {
           await new Promise<void>((resolve, reject) =>
             out.end((err?: Error | null) => (err ? reject(err) : resolve())),
           );
-          await rename(partial, opts.out!);
+          if (writeFailed) throw writeFailed;
+          await aside.commit();
           if (p.format === 'focus') await writeFocusMetadata(opts.out!);
         }
       } catch (err) {
-        if (partial) {
+        if (aside) {
           out.destroy();
-          await rm(partial, { force: true });
+          await aside.discard();
         }
         if (err instanceof CliError) throw err;
         throw new CliError((err as Error).message);

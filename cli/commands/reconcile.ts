@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { DAY_RANGE, isCalendarDay } from '../../src/calendar.js';
 import { formatUnits } from '../../src/reconcile/amount.js';
 import { reconciliationJson } from '../../src/reconcile/json.js';
 import { runReconciliation } from '../../src/reconcile/run.js';
@@ -13,7 +14,6 @@ import { printJson, printTable, UsageError, withStore } from '../context.js';
 import type { StoreRunner } from './budget.js';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
-const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_DAYS = 366;
 
 function provider(value: string | undefined): ReconcileProvider {
@@ -25,12 +25,8 @@ function provider(value: string | undefined): ReconcileProvider {
 }
 
 function day(flag: string, value: string): string {
-  if (
-    !DATE_RE.test(value) ||
-    Number.isNaN(Date.parse(`${value}T00:00:00Z`)) ||
-    new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) !== value
-  )
-    throw new UsageError(`${flag} "${value}" is invalid: expected a UTC date YYYY-MM-DD`);
+  if (!isCalendarDay(value))
+    throw new UsageError(`${flag} "${value}" is invalid: expected a UTC date YYYY-MM-DD ${DAY_RANGE}`);
   return value;
 }
 

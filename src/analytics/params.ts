@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { PROVIDER_SLUGS } from '../providers/types.js';
-import { PERIODS } from '../calendar.js';
+import { DAY_RANGE, isCalendarDay, PERIODS } from '../calendar.js';
 import { decodeCursor } from './cursor.js';
 
 export type { ParamResult } from '../http.js';
@@ -40,7 +40,7 @@ const tagKeyRule = 'a tag key: 1-64 characters of A-Z a-z 0-9 _ . -';
 /** An ISO date (`2026-03-01`, UTC midnight) or timestamp (`2026-03-01T12:00:00Z`, offsets
  *  allowed, no zone means UTC). Becomes an ISO string with a zone, for `::timestamptz`. */
 function instantParam(name: string) {
-  const rule = `${name} must be an ISO 8601 date (YYYY-MM-DD) or timestamp (YYYY-MM-DDTHH:MM:SSZ)`;
+  const rule = `${name} must be an ISO 8601 date (YYYY-MM-DD) or timestamp (YYYY-MM-DDTHH:MM:SSZ) ${DAY_RANGE}`;
   const re = /^(\d{4}-\d{2}-\d{2})(?:T(\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)(Z|[+-]\d{2}:\d{2})?)?$/;
   return z
     .string()
@@ -49,10 +49,8 @@ function instantParam(name: string) {
       if (v === undefined) return undefined;
       const m = re.exec(v);
       // V8 accepts 2026-02-30 as 2 March: the date part must round-trip.
-      const realDay =
-        m &&
-        !Number.isNaN(Date.parse(`${m[1]}T00:00:00Z`)) &&
-        new Date(`${m[1]}T00:00:00Z`).toISOString().startsWith(m[1]!);
+      // A real day the store accepts (V8 reads 2026-02-30 as 2 March; PostgreSQL refuses year 0).
+      const realDay = m && isCalendarDay(m[1]!);
       const iso = m && (m[2] ? `${m[1]}T${m[2]}${m[3] ?? 'Z'}` : `${m[1]}T00:00:00Z`);
       if (!realDay || !iso || Number.isNaN(Date.parse(iso))) {
         ctx.addIssue({ code: 'custom', message: `${rule}, got ${shown(v)}` });

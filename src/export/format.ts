@@ -35,9 +35,12 @@ function safeText(v: string): string {
   return /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
 }
 
+/** Quoted when it holds a comma, quote or line break (RFC 4180), or a semicolon or TAB: a file
+ *  opened with one of those as its separator would otherwise split `x;=HYPERLINK(…)` into a
+ *  cell that starts a formula. */
 export function csvField(v: string | null | undefined): string {
   if (v === null || v === undefined) return '';
-  return /[",\r\n]/.test(v) || v !== v.trim() ? `"${v.replaceAll('"', '""')}"` : v;
+  return /[",;\t\r\n]/.test(v) || v !== v.trim() ? `"${v.replaceAll('"', '""')}"` : v;
 }
 
 export const csvLine = (fields: (string | null | undefined)[]) => `${fields.map(csvField).join(',')}\r\n`;

@@ -4,6 +4,8 @@
  * grouping. The HTTP query and the CLI flags are checked by the same rules, so both refuse the
  * same input with the same words.
  */
+import { DAY_RANGE, isCalendarDay, LAST_DAY } from '../calendar.js';
+
 export const EXPORT_FORMATS = ['csv', 'jsonl', 'focus'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
@@ -21,17 +23,10 @@ export interface ExportParams {
 export type Checked<T> = { ok: true; value: T } | { ok: false; param: string; message: string };
 
 const TAG_KEY_RE = /^[A-Za-z0-9_.-]{1,64}$/;
-const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 /** Longest range one export covers: ten years of days (a typo of a year is refused, not run). */
 const MAX_DAYS = 3_660;
 
 const shown = (v: string) => JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v);
-
-/** A real calendar day (V8 reads 2026-02-30 as 2 March: the text must round-trip). */
-function isDay(v: string): boolean {
-  const t = DAY_RE.test(v) ? Date.parse(`${v}T00:00:00Z`) : NaN;
-  return !Number.isNaN(t) && new Date(t).toISOString().startsWith(v);
-}
 
 export const firstOfMonth = (now: Date) => `${now.toISOString().slice(0, 7)}-01`;
 export function firstOfNextMonth(now: Date): string {
@@ -63,11 +58,13 @@ export function checkExportParams(
     return bad(names.format, `${names.format} must be one of ${EXPORT_FORMATS.join(', ')}, got ${shown(format)}`);
   for (const name of ['from', 'to'] as const) {
     const v = input[name];
-    if (v !== undefined && !isDay(v))
-      return bad(names[name], `${names[name]} must be a UTC date YYYY-MM-DD, got ${shown(v)}`);
+    if (v !== undefined && !isCalendarDay(v))
+      return bad(names[name], `${names[name]} must be a UTC date YYYY-MM-DD ${DAY_RANGE}, got ${shown(v)}`);
   }
   const from = input.from ?? firstOfMonth(now);
   const to = input.to ?? (input.from ? nextDay(from) : firstOfNextMonth(now));
+  if (!isCalendarDay(to))
+    return bad(names.from, `${names.from} must be before ${LAST_DAY} when ${names.to} is not given`);
   if (from >= to)
     return bad(names.to, `${names.to} must be later than ${names.from} (from is inclusive, to exclusive)`);
   if (daysBetween(from, to) > MAX_DAYS) return bad(names.to, `the range must be at most ${MAX_DAYS} days`);
