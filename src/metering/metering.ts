@@ -22,6 +22,11 @@ export class MeteringService implements Metering {
   /** Shared by every call: nothing in it is per call, so it is built once, not per request. */
   private readonly deps: CallMeterDeps;
 
+  /** The prices calls are metered with (OpenTelemetry asks which models are known). */
+  get pricer(): Pricer {
+    return this.opts.pricer;
+  }
+
   constructor(private readonly opts: MeteringOptions) {
     this.deps = {
       pricer: opts.pricer,

@@ -49,15 +49,20 @@ export function spanAttributes(event: UsageEvent, call: CallStart): Attributes {
   return a;
 }
 
-/** The attributes metrics carry: few and bounded (no account, key, tag or event id). */
-export function metricAttributes(event: UsageEvent, call: CallStart): Attributes {
+/** The attributes metrics carry: few and bounded (no account, key, tag or event id; models
+ *  through `model`, src/metrics/model-label.ts, so made-up names share one value). */
+export function metricAttributes(
+  event: UsageEvent,
+  call: CallStart,
+  model: (provider: string, model: string) => string = (_p, m) => m,
+): Attributes {
   const provider = providerName(event.provider);
   const a: Attributes = {
     'gen_ai.operation.name': operationName(call.path),
     'gen_ai.provider.name': provider,
-    'gen_ai.response.model': event.model,
+    'gen_ai.response.model': model(event.provider, event.model),
   };
-  if (event.requestedModel !== null) a['gen_ai.request.model'] = event.requestedModel;
+  if (event.requestedModel !== null) a['gen_ai.request.model'] = model(event.provider, event.requestedModel);
   if (event.status >= 400) a['error.type'] = String(event.status);
   return a;
 }

@@ -5,11 +5,20 @@
  */
 import type { Component, DaemonContext } from '../component.js';
 import type { MeteringService } from '../metering/metering.js';
+import { knownModels, ModelLabels } from '../metrics/model-label.js';
+import type { ProviderSlug } from '../providers/types.js';
 
 export async function otelComponent(ctx: DaemonContext, metering: MeteringService): Promise<Component> {
   if (!ctx.config.otel) return { name: 'otel' };
   const { startOtelExport } = await import('./sdk.js');
-  const otel = startOtelExport(process.env.npm_package_version ?? '0.1.0');
+  const { pricer } = metering;
+  const models = new ModelLabels(
+    knownModels(
+      ctx.config.metricsModels,
+      (provider, model) => pricer.resolve(provider as ProviderSlug, model) !== null,
+    ),
+  );
+  const otel = startOtelExport(process.env.npm_package_version ?? '0.1.0', models);
   metering.onFinalized(otel.record);
   const { counts } = otel;
   ctx.metrics.counter('meter_otel_spans_exported_total', 'Call spans the OTLP collector accepted', [], (emit) =>

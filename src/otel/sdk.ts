@@ -13,6 +13,7 @@ import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter }
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { CallStart } from '../metering/types.js';
 import type { UsageEvent } from '../metering/event.js';
+import type { ModelLabels } from '../metrics/model-label.js';
 import { metricAttributes, spanAttributes } from './attributes.js';
 import { BoundedSpanProcessor, bspOptions, type SpanCounts } from './bounded-processor.js';
 
@@ -32,7 +33,7 @@ const envNumber = (name: string, fallback: number) => {
   return Number.isInteger(v) && v > 0 ? v : fallback;
 };
 
-export function startOtelExport(version: string): OtelExport {
+export function startOtelExport(version: string, models?: ModelLabels): OtelExport {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': 'meter', 'service.version': version }))
     .merge(detectResources({ detectors: [envDetector] })); // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
@@ -105,7 +106,7 @@ export function startOtelExport(version: string): OtelExport {
         if (event.stream && event.ttfbMs !== null) span.addEvent('gen_ai.first_chunk', start + event.ttfbMs);
         span.end(start + event.latencyMs);
 
-        const m = metricAttributes(event, call);
+        const m = metricAttributes(event, call, models && ((provider, model) => models.label(provider, model)));
         tokenUsage.record(event.inputTokens, { ...m, 'gen_ai.token.type': 'input' });
         tokenUsage.record(event.outputTokens, { ...m, 'gen_ai.token.type': 'output' });
         duration.record(event.latencyMs / 1000, m);

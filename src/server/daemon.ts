@@ -105,9 +105,15 @@ export async function startDaemon(
     open.add(res);
     res.on('close', () => open.delete(res)); // a response closes once
   };
-  const failed = (res: ServerResponse, err: Error) => {
+  const failed = (req: IncomingMessage, res: ServerResponse, err: Error) => {
     const user = userError(err);
     if (user) return sendError(res, user.status, user.code, user.message);
+    if (clientWentAway(req, err)) {
+      // Routine: a client that hung up mid-request is told nothing and logged without a stack.
+      logger.info({ method: req.method, code: (err as { code?: string }).code }, 'client went away mid-request');
+      res.destroy();
+      return;
+    }
     logger.error({ err }, 'request failed');
     sendError(res, 500, 'internal_error', 'internal error in meter');
   };
@@ -126,9 +132,9 @@ export async function startDaemon(
       // One 'request' listener: tracking, then the answer.
       track(req, res);
       try {
-        handle(req, res)?.catch((err: Error) => failed(res, err));
+        handle(req, res)?.catch((err: Error) => failed(req, res, err));
       } catch (err) {
-        failed(res, err as Error);
+        failed(req, res, err as Error);
       }
     },
   );
@@ -285,6 +291,13 @@ async function openAndStart(
   }
 
   return { store, metrics, components, routes };
+}
+
+/** The request failed because its client closed the connection before sending all of it. */
+const CLIENT_GONE_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE']);
+function clientWentAway(req: IncomingMessage, err: Error): boolean {
+  const code = (err as { code?: string }).code;
+  return !req.complete && (req.socket.destroyed || (code !== undefined && CLIENT_GONE_CODES.has(code)));
 }
 
 /** Before the store is open: the process is alive (/healthz 200), not ready (/readyz 503 with
