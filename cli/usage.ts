@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { didYouMean } from '../src/config.js';
 import { UsageError } from './context.js';
 
 /** `meter keys create`: the command's full name, as a user types it. */
@@ -35,7 +36,11 @@ export function oneLineErrors(cmd: Command): void {
       .allowExcessArguments()
       .action((_opts: unknown, self: Command) => {
         const [given] = self.args;
-        const what = given === undefined ? 'missing command' : `unknown command ${JSON.stringify(given)}`;
+        const near = given === undefined ? undefined : didYouMean(given, subs);
+        const what =
+          given === undefined
+            ? 'missing command'
+            : `unknown command ${JSON.stringify(given)}${near ? ` (did you mean ${near}?)` : ''}`;
         throw new UsageError(`${what} for \`${name}\`: expected one of ${subs.join(', ')} (see \`${name} --help\`)`);
       });
   }

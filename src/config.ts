@@ -322,6 +322,19 @@ export function unknownVariables(env: NodeJS.ProcessEnv = process.env): { name: 
     .map((name) => ({ name, suggestion: closest(name, VARIABLES) }));
 }
 
+/** The candidate nearest to `word` when it is close enough to be a typo of it (case aside). */
+export function didYouMean(word: string, candidates: readonly string[]): string | undefined {
+  if (candidates.length === 0) return undefined;
+  const best = closest(
+    word.toLowerCase(),
+    candidates.map((c) => c.toLowerCase()),
+  );
+  const index = candidates.findIndex((c) => c.toLowerCase() === best);
+  return editDistance(word.toLowerCase(), best) <= Math.max(2, Math.floor(word.length / 4))
+    ? candidates[index]
+    : undefined;
+}
+
 function closest(name: string, candidates: readonly string[]): string {
   let best = candidates[0]!;
   let bestDistance = Infinity;

@@ -56,6 +56,20 @@ function specOf(f: SpecFlags): {
   };
 }
 
+/** `budgets list`: one row per budget, its levels fired in the current window among them. */
+const LIST_COLUMNS = [
+  'id',
+  'account',
+  'scope',
+  'window',
+  'amount',
+  'spend',
+  'used',
+  'fired',
+  'action',
+  'state',
+] as const;
+
 const rowOf = (v: BudgetView) => ({
   id: v.id,
   account: v.account,
@@ -64,6 +78,7 @@ const rowOf = (v: BudgetView) => ({
   amount: `$${v.amount}`,
   spend: `$${v.spend}`,
   used: `${v.utilization_pct}%`,
+  fired: v.levels_fired.map((l) => `${l}%`).join(',') || '-',
   action: v.strict ? `${v.action} (strict)` : v.action,
   state: v.state,
 });
@@ -141,7 +156,7 @@ export function registerBudgets(program: Command, run: StoreRunner = withStore):
       await run(async (store) => {
         const list = await store.call('budgets.list', { account: opts.account });
         if (opts.json) return printJson({ budgets: list.map(budgetViewJson) });
-        printTable(list.map(rowOf), ['id', 'account', 'scope', 'window', 'amount', 'spend', 'used', 'action', 'state']);
+        printTable(list.map(rowOf), LIST_COLUMNS);
       });
     });
 

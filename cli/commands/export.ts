@@ -71,7 +71,7 @@ export function registerExport(program: Command): void {
         ...(opts.groupBy !== undefined ? { groupBy: opts.groupBy } : {}),
       };
       const checked = exportParamsOf(args);
-      if (!checked.ok) throw new UsageError(checked.message);
+      if (!checked.ok) throw new UsageError(`${checked.message} (see \`meter export --help\`)`);
       const p = checked.value;
       // A file appears whole or not at all: written aside, renamed when the export is complete.
       const aside = opts.out ? await openAside(opts.out, '--out') : undefined;

@@ -13,8 +13,14 @@ export function usd(decimal: string, decimals = 2): string {
   return decimals === 0 ? `$${int}` : `$${int}.${digits.slice(-decimals)}`;
 }
 
-/** Totals: cents, or 4 places under a dollar so small spend is not shown as $0.00. */
-export const usdTotal = (decimal: string) => usd(decimal, toUnits(decimal) < 100_000_000n ? 4 : 2);
+/** Totals: cents from a dollar up; under a dollar 4 places, or as many (up to 8, exact) as show
+ *  two significant digits, so a small spend or budget is never shown as $0.0000. */
+export function usdTotal(decimal: string): string {
+  const units = toUnits(decimal);
+  if (units >= 100_000_000n) return usd(decimal, 2);
+  if (units === 0n) return usd(decimal, 4);
+  return usd(decimal, Math.min(8, Math.max(4, 8 - units.toString().length + 2)));
+}
 
 export const count = (n: string | number) => group(String(n));
 

@@ -2,6 +2,7 @@
  * Budget scopes, windows, levels and actions (CONTRACT §6): what a budget definition is, how
  * the CLI spells it (`tag:team=search`), and whether a call matches it. A leaf of src/budget.
  */
+import { didYouMean } from '../config.js';
 import { MeterError } from '../errors.js';
 import { validTimeZone, type WindowKind } from '../calendar.js';
 import { TAG_KEY_RE } from '../tags.js';
@@ -72,11 +73,15 @@ export function parseWindow(text: string): WindowKind {
   return text as WindowKind;
 }
 
+/** Current IANA names that ICU lists under their older names (it accepts both): offered first. */
+const CURRENT_ZONE_NAMES = ['UTC', 'Asia/Kolkata', 'Europe/Kyiv', 'Asia/Ho_Chi_Minh', 'Asia/Kathmandu', 'Asia/Yangon'];
+
 export function parseTimeZone(text: string): string {
   const zone = validTimeZone(text);
   if (!zone) {
+    const near = didYouMean(text, [...CURRENT_ZONE_NAMES, ...Intl.supportedValuesOf('timeZone')]);
     throw new BudgetSpecError(
-      `--tz "${text}" is invalid: expected an IANA time zone such as UTC, Europe/Berlin or Asia/Kolkata`,
+      `--tz "${text}" is invalid: ${near ? `did you mean ${near}? ` : ''}expected an IANA time zone such as UTC, Europe/Berlin or Asia/Kolkata`,
     );
   }
   return zone;

@@ -107,6 +107,8 @@ describeEachBackend('meter budgets', (backend) => {
     ).toBe('shadow');
     const bad: [string[], string][] = [
       [['--tz', 'Mars/Olympus'], '--tz "Mars/Olympus" is invalid: expected an IANA time zone'],
+      [['--tz', 'Asia/Kolkatta'], '--tz "Asia/Kolkatta" is invalid: did you mean Asia/Kolkata? expected an IANA'],
+      [['--tz', 'europe/berlinn'], '--tz "europe/berlinn" is invalid: did you mean Europe/Berlin? expected an IANA'],
       [['--window', 'fortnight'], '--window "fortnight" is invalid: expected day, week, month or quarter'],
       [
         ['--levels', '50,1001'],
@@ -128,5 +130,33 @@ describeEachBackend('meter budgets', (backend) => {
     expect((await meter('budgets', 'show', 'nope')).stderr).toBe(
       'meter: unknown budget "nope" (see `meter budgets list`)\n',
     );
+  });
+  it('list shows each budget’s levels fired in its window as a column', async () => {
+    const b = await json('budgets', 'create', '--account', 'acme', '--amount', '4', '--scope', 'tag:team=ads');
+    const quiet = await json('budgets', 'create', '--account', 'acme', '--amount', '400', '--scope', 'tag:team=ads');
+    for (const level of [50, 80])
+      await db.query(
+        `INSERT INTO budget_levels_fired (budget_id, window_start, level, event_id, spend, amount)
+         VALUES ($1, $2::timestamptz, $3, gen_random_uuid(), 2, 4)`,
+        [b.id, b.window_start, level],
+      );
+    const table = await meter('budgets', 'list', '--account', 'acme');
+    expect(table.code).toBe(0);
+    const [head, ...rows] = table.stdout.trimEnd().split('\n');
+    expect(head!.toLowerCase().split(/\s+/)).toEqual([
+      'id',
+      'account',
+      'scope',
+      'window',
+      'amount',
+      'spend',
+      'used',
+      'fired',
+      'action',
+      'state',
+    ]);
+    const row = rows.find((r) => r.startsWith(String(b.id)))!;
+    expect(row).toMatch(/\$4 +\$2 +50% +50%,80% +alert/);
+    expect(rows.find((r) => r.startsWith(String(quiet.id)))).toMatch(/% +- +alert/); // none fired
   });
 });

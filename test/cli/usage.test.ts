@@ -83,6 +83,10 @@ describe('meter usage and errors', () => {
           `meter: unknown command "bogus" for \`meter\`: expected one of ${TOP_LEVEL} (see \`meter --help\`)`,
         ],
         [
+          ['acounts'],
+          `meter: unknown command "acounts" (did you mean accounts?) for \`meter\`: expected one of ${TOP_LEVEL} (see \`meter --help\`)`,
+        ],
+        [
           ['keys'],
           'meter: missing command for `meter keys`: expected one of create, list, revoke, rotate (see `meter keys --help`)',
         ],

@@ -128,7 +128,9 @@ describe.skipIf(!postgresUrl)('meter export on PostgreSQL', () => {
   it('a bad flag is a usage error (2) naming it; an unknown account a runtime failure (1); no file is left', async () => {
     const bad = await runCli(['export', '--account', 'acme', '--format', 'xlsx'], env);
     expect(bad.code).toBe(2);
-    expect(bad.stderr.trim()).toBe('meter: --format must be one of csv, jsonl, focus, got "xlsx"');
+    expect(bad.stderr.trim()).toBe(
+      'meter: --format must be one of csv, jsonl, focus, got "xlsx" (see `meter export --help`)',
+    );
     const day = await runCli(['export', '--account', 'acme', '--format', 'csv', '--from', '2026-13-01'], env);
     expect(day.code).toBe(2);
     expect(day.stderr).toContain('--from must be a UTC date YYYY-MM-DD');
