@@ -13,7 +13,7 @@ import { boundUsage } from './bounded-usage.js';
 import { storedUnits } from '../store/event-units.js';
 import { JsonCapture } from './json-capture.js';
 import { cleanTags, storable } from './storable.js';
-import type { CallMeter, CallOutcome, CallStart, EventSink } from './types.js';
+import type { CallMeter, CallOutcome, CallStart, EventSink, ResponseInfo } from './types.js';
 
 export interface CallMeterDeps {
   pricer: Pricer;
@@ -24,8 +24,9 @@ export interface CallMeterDeps {
   maxJsonBytes?: number;
   /** METER_MAX_DECODED_BYTES: decoding a compressed response stops there. */
   maxDecodedBytes?: number;
-  /** Called with each final event and its call (OpenTelemetry export, when on; else unset). */
-  finalized?: (event: UsageEvent, call: CallStart) => void;
+  /** Called with each final event, its call and what the response said of itself
+   *  (OpenTelemetry export, when on; else unset). */
+  finalized?: (event: UsageEvent, call: CallStart, response: ResponseInfo) => void;
 }
 
 const ZERO_USAGE: Usage = usage({});
@@ -52,6 +53,8 @@ export class MeteredCall implements CallMeter {
   private unreadable = false;
   private decodedOk = true;
   private ended = false;
+  /** The response's id and finish reasons, read with its usage. */
+  private response: ResponseInfo = {};
 
   constructor(
     private readonly call: CallStart,
@@ -137,7 +140,7 @@ export class MeteredCall implements CallMeter {
         this.deps.sink.push(event);
       }
       const finalized = this.deps.finalized;
-      if (finalized) for (const event of events) finalized(event, this.call);
+      if (finalized) for (const event of events) finalized(event, this.call, this.response);
     };
     if (!this.decoder || this.unreadable) return finish(true);
     try {
@@ -177,6 +180,8 @@ export class MeteredCall implements CallMeter {
       body = this.json.value();
       if (body !== undefined) result = this.provider.usageFromJson(body, this.req);
     }
+    if (result.responseId !== undefined) this.response.id = result.responseId;
+    if (result.finishReasons !== undefined) this.response.finishReasons = result.finishReasons;
     // The client left and the provider's answer never came: it still has the prompt (CONTRACT §6).
     const unanswered = outcome.clientLeft === true && this.status === 0;
     const used = this.usageOf(result, unanswered ? 200 : status, outcome.completed, requestedModel);

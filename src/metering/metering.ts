@@ -3,7 +3,7 @@ import type { Pricer } from '../pricing/index.js';
 import { MeteredCall, type CallMeterDeps } from './call-meter.js';
 import { MeteringCounters } from './counters.js';
 import type { UsageEvent } from './event.js';
-import type { CallMeter, CallStart, EventSink, Metering } from './types.js';
+import type { CallMeter, CallStart, EventSink, Metering, ResponseInfo } from './types.js';
 
 export interface MeteringOptions {
   pricer: Pricer;
@@ -48,10 +48,10 @@ export class MeteringService implements Metering {
 
   /** Hands every final event, with its call, to `fn` too (src/otel); a failure in it is logged
    *  and never reaches the call. */
-  onFinalized(fn: (event: UsageEvent, call: CallStart) => void): void {
-    this.deps.finalized = (event, call) => {
+  onFinalized(fn: (event: UsageEvent, call: CallStart, response: ResponseInfo) => void): void {
+    this.deps.finalized = (event, call, response) => {
       try {
-        fn(event, call);
+        fn(event, call, response);
       } catch (err) {
         this.opts.logger.error({ err: { message: (err as Error).message } }, 'metering: an event observer failed');
       }

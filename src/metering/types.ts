@@ -8,6 +8,12 @@ export interface EventSink {
   push(event: UsageEvent): void;
 }
 
+/** What a response said of itself, for telemetry only (OpenTelemetry gen_ai.response.*). */
+export interface ResponseInfo {
+  id?: string;
+  finishReasons?: string[];
+}
+
 /** Everything known about a call when it is admitted, before it is forwarded. */
 export interface CallStart {
   /** The event id, also sent to the client as X-Meter-Request-Id (UUIDv7). */

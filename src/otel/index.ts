@@ -7,6 +7,21 @@ import type { Component, DaemonContext } from '../component.js';
 import type { MeteringService } from '../metering/metering.js';
 import { knownModels, ModelLabels } from '../metrics/model-label.js';
 import type { ProviderSlug } from '../providers/types.js';
+import { providers, PROVIDER_SLUGS } from '../providers/index.js';
+import type { Server } from './attributes.js';
+
+/** Each provider's upstream as server.address and server.port (the scheme's port when none is given). */
+function upstreamServers(upstreams: Partial<Record<ProviderSlug, string>>): Record<string, Server> {
+  const out: Record<string, Server> = {};
+  for (const slug of PROVIDER_SLUGS) {
+    const url = new URL(upstreams[slug] ?? providers[slug].defaultBaseUrl);
+    out[slug] = {
+      address: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+    };
+  }
+  return out;
+}
 
 export async function otelComponent(ctx: DaemonContext, metering: MeteringService): Promise<Component> {
   if (!ctx.config.otel) return { name: 'otel' };
@@ -18,7 +33,11 @@ export async function otelComponent(ctx: DaemonContext, metering: MeteringServic
       (provider, model) => pricer.resolve(provider as ProviderSlug, model) !== null,
     ),
   );
-  const otel = startOtelExport(process.env.npm_package_version ?? '0.1.0', models);
+  const otel = startOtelExport(
+    process.env.npm_package_version ?? '0.1.0',
+    upstreamServers(ctx.config.upstreams),
+    models,
+  );
   metering.onFinalized(otel.record);
   const { counts } = otel;
   ctx.metrics.counter('meter_otel_spans_exported_total', 'Call spans the OTLP collector accepted', [], (emit) =>

@@ -14,7 +14,8 @@ import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { CallStart } from '../metering/types.js';
 import type { UsageEvent } from '../metering/event.js';
 import type { ModelLabels } from '../metrics/model-label.js';
-import { metricAttributes, spanAttributes } from './attributes.js';
+import type { ResponseInfo } from '../metering/types.js';
+import { metricAttributes, SCHEMA_URL, spanAttributes, usageKnown, type Server } from './attributes.js';
 import { BoundedSpanProcessor, bspOptions, type SpanCounts } from './bounded-processor.js';
 
 // The GenAI conventions' advised buckets: tokens in powers of 4, seconds doubling from 10 ms.
@@ -23,7 +24,7 @@ const SECOND_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.
 
 export interface OtelExport {
   /** Emits the call's span and metrics; never throws. */
-  record(event: UsageEvent, call: CallStart): void;
+  record(event: UsageEvent, call: CallStart, response: ResponseInfo): void;
   counts: SpanCounts & { metricExportsFailed: number };
   shutdown(): Promise<void>;
 }
@@ -33,13 +34,19 @@ const envNumber = (name: string, fallback: number) => {
   return Number.isInteger(v) && v > 0 ? v : fallback;
 };
 
-export function startOtelExport(version: string, models?: ModelLabels): OtelExport {
+/** `servers`: each provider's upstream (server.address, server.port), by slug; `models` bounds the
+ *  model names metrics carry (src/metrics/model-label.ts). */
+export function startOtelExport(
+  version: string,
+  servers: Readonly<Record<string, Server>>,
+  models?: ModelLabels,
+): OtelExport {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': 'meter', 'service.version': version }))
     .merge(detectResources({ detectors: [envDetector] })); // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
   const processor = new BoundedSpanProcessor(new OTLPTraceExporter(), bspOptions());
   const tracerProvider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
-  const tracer = tracerProvider.getTracer('meter', version);
+  const tracer = tracerProvider.getTracer('meter', version, { schemaUrl: SCHEMA_URL });
 
   const counts = Object.assign(processor.counts, { metricExportsFailed: 0 });
   const metricExporter = new OTLPMetricExporter();
@@ -66,7 +73,7 @@ export function startOtelExport(version: string, models?: ModelLabels): OtelExpo
       }),
     ],
   });
-  const meter = meterProvider.getMeter('meter', version);
+  const meter = meterProvider.getMeter('meter', version, { schemaUrl: SCHEMA_URL });
   const tokenUsage: Histogram = meter.createHistogram('gen_ai.client.token.usage', {
     description: 'Number of input and output tokens used',
     unit: '{token}',
@@ -86,7 +93,7 @@ export function startOtelExport(version: string, models?: ModelLabels): OtelExpo
 
   return {
     counts,
-    record(event, call) {
+    record(event, call, response) {
       try {
         const parent = call.traceparent
           ? propagator.extract(
@@ -95,7 +102,8 @@ export function startOtelExport(version: string, models?: ModelLabels): OtelExpo
               defaultTextMapGetter,
             )
           : ROOT_CONTEXT;
-        const attributes = spanAttributes(event, call);
+        const server = servers[event.provider];
+        const attributes = spanAttributes(event, call, response, server);
         const start = call.time.getTime();
         const span = tracer.startSpan(
           `${attributes['gen_ai.operation.name']} ${event.requestedModel ?? event.model}`,
@@ -103,12 +111,16 @@ export function startOtelExport(version: string, models?: ModelLabels): OtelExpo
           parent,
         );
         if (event.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${event.status}` });
-        if (event.stream && event.ttfbMs !== null) span.addEvent('gen_ai.first_chunk', start + event.ttfbMs);
+        if (event.stream && event.ttfbMs !== null) span.addEvent('meter.first_chunk', start + event.ttfbMs);
         span.end(start + event.latencyMs);
 
-        const m = metricAttributes(event, call, models && ((provider, model) => models.label(provider, model)));
-        tokenUsage.record(event.inputTokens, { ...m, 'gen_ai.token.type': 'input' });
-        tokenUsage.record(event.outputTokens, { ...m, 'gen_ai.token.type': 'output' });
+        const m = metricAttributes(event, call, server, models && ((provider, model) => models.label(provider, model)));
+        // Only usage the provider reported: the conventions forbid reporting usage not known.
+        if (usageKnown(event)) {
+          const { 'error.type': _failed, ...tokens } = m;
+          tokenUsage.record(event.inputTokens, { ...tokens, 'gen_ai.token.type': 'input' });
+          tokenUsage.record(event.outputTokens, { ...tokens, 'gen_ai.token.type': 'output' });
+        }
         duration.record(event.latencyMs / 1000, m);
         if (event.stream && event.ttfbMs !== null) firstChunk.record(event.ttfbMs / 1000, m);
       } catch {

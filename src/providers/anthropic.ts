@@ -10,6 +10,7 @@ import {
   TextAccumulator,
   usage,
   usageResult,
+  withResponse,
   type Obj,
 } from './common.js';
 import { batchResults, pathId } from './batch-results.js';
@@ -55,6 +56,8 @@ class AnthropicAccumulator extends TextAccumulator {
   /** The last message_delta's usage: cumulative, final output count. */
   private delta: Obj | undefined;
   private error = false;
+  private id: unknown;
+  private stopReason: unknown;
 
   constructor(private readonly requested: string | undefined) {
     super();
@@ -70,12 +73,15 @@ class AnthropicAccumulator extends TextAccumulator {
         const m = obj(parse(data)?.message);
         if (!m) return;
         this.model = str(m.model) ?? this.model;
+        this.id = m.id ?? this.id;
         this.start = obj(m.usage) ?? this.start;
         return;
       }
       case 'message_delta': {
-        const u = obj(parse(data)?.usage);
+        const o = parse(data);
+        const u = obj(o?.usage);
         if (u) this.delta = u;
+        this.stopReason = obj(o?.delta)?.stop_reason ?? this.stopReason;
         return;
       }
       case 'error':
@@ -93,7 +99,8 @@ class AnthropicAccumulator extends TextAccumulator {
       for (const [k, v] of Object.entries(this.delta)) if (v !== null && v !== undefined) merged[k] = v;
     }
     const u = merged && anthropicUsage(merged);
-    return usageResult(this.model ?? this.requested, u, this.error, this.start !== undefined && !this.delta);
+    const r = usageResult(this.model ?? this.requested, u, this.error, this.start !== undefined && !this.delta);
+    return withResponse(r, this.id, [this.stopReason]);
   }
 }
 
@@ -128,7 +135,7 @@ export const anthropic: Provider = {
     if (!o) return usageResult(model, undefined);
     // count_tokens answers a bare `{input_tokens}` (no `usage`): it bills nothing
     const u = obj(o.usage);
-    return usageResult(model, u && anthropicUsage(u), isErrorBody(o));
+    return withResponse(usageResult(model, u && anthropicUsage(u), isErrorBody(o)), o.id, [o.stop_reason]);
   },
   streamAccumulator(req: RequestInfo): StreamAccumulator {
     return new AnthropicAccumulator(bodyModel(req));

@@ -61,6 +61,20 @@ export function serviceTier(x: unknown): string | undefined {
   return s.startsWith('service_tier_') ? s.slice('service_tier_'.length) : s;
 }
 
+const MAX_REASONS = 16;
+/** A short text as a response names itself (an id, a finish reason), else undefined. */
+const shortText = (x: unknown): string | undefined =>
+  typeof x === 'string' && x !== '' && x.length <= 128 ? x : undefined;
+
+/** Adds what a response says of itself (its id, its finish reasons), bounded in size. */
+export function withResponse(r: UsageResult, id: unknown, reasons: readonly unknown[] = []): UsageResult {
+  const rid = shortText(id);
+  if (rid) r.responseId = rid;
+  const finish = reasons.map(shortText).filter((x) => x !== undefined);
+  if (finish.length) r.finishReasons = finish.slice(0, MAX_REASONS);
+  return r;
+}
+
 /** A UsageResult holding only what was found (results are compared field by field). */
 export function usageResult(
   model: string | undefined,

@@ -10,6 +10,7 @@ import {
   usage,
   usageResult,
   type Obj,
+  withResponse,
 } from './common.js';
 import { eachStringField } from './scan.js';
 import type { Provider, RequestInfo, StreamAccumulator, Usage, UsageResult } from './types.js';
@@ -97,6 +98,11 @@ export function geminiPathModel(path: string): string | undefined {
   }
 }
 
+/** Each candidate's `finishReason` (`STOP`, `MAX_TOKENS`, …), as Gemini spells it. */
+function finishReasons(o: Obj | undefined): unknown[] {
+  return Array.isArray(o?.candidates) ? o.candidates.map((c) => obj(c)?.finishReason) : [];
+}
+
 function responseModel(o: Obj | undefined): string | undefined {
   const v = str(o?.modelVersion);
   return v?.startsWith('models/') ? v.slice(7) : v;
@@ -127,11 +133,12 @@ class GeminiAccumulator extends TextAccumulator {
     if (this.parsed) return this.parsed;
     const o = this.lastUsageEvent === undefined ? undefined : parse(this.lastUsageEvent);
     const m = obj(o?.usageMetadata);
-    this.parsed = usageResult(
+    const r = usageResult(
       responseModel(o) ?? this.requested,
       withSearches(m && geminiUsage(m), this.searches),
       this.error,
     );
+    this.parsed = withResponse(r, o?.responseId, finishReasons(o));
     return this.parsed;
   }
 }
@@ -157,7 +164,8 @@ export const gemini: Provider = {
     const m = obj(o.usageMetadata);
     let searches = groundingQueries(o);
     if (Array.isArray(body)) for (const c of body) searches = Math.max(searches, groundingQueries(obj(c)));
-    return usageResult(model, withSearches(m && geminiUsage(m), searches), isErrorBody(o));
+    const r = usageResult(model, withSearches(m && geminiUsage(m), searches), isErrorBody(o));
+    return withResponse(r, o.responseId, finishReasons(o));
   },
   streamAccumulator(req: RequestInfo): StreamAccumulator {
     return new GeminiAccumulator(geminiPathModel(req.path));

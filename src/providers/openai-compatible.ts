@@ -12,6 +12,7 @@ import {
   TextAccumulator,
   usage,
   usageResult,
+  withResponse,
   type Obj,
 } from './common.js';
 import { eachStringField, firstStringField, hasObjectField, objectStrings } from './scan.js';
@@ -133,6 +134,14 @@ function usageIn(o: Obj, opts: CompatOptions, req: RequestInfo, mode: Mode): Usa
   return undefined;
 }
 
+/** Why each choice stopped (chat and legacy completions), or the Responses API's reason for an
+ *  incomplete answer. */
+function finishReasons(o: Obj): unknown[] {
+  if (Array.isArray(o.choices)) return o.choices.map((c) => obj(c)?.finish_reason);
+  const r = obj(o.response) ?? o;
+  return [obj(r.incomplete_details)?.reason];
+}
+
 function modelIn(o: Obj): string | undefined {
   return str(o.model) ?? str(obj(o.response)?.model);
 }
@@ -154,6 +163,8 @@ const DEFERRED_CHARS = 64 * 1024;
 class CompatAccumulator extends TextAccumulator {
   private model: string | undefined;
   private scannedModel: string | undefined;
+  private responseId: string | undefined;
+  private readonly finish: string[] = [];
   private last: Usage | undefined;
   private error = false;
   /** Chat events whose text has not been collected yet (undefined: collected as they come). */
@@ -174,6 +185,12 @@ class CompatAccumulator extends TextAccumulator {
   onEvent(data: string, event?: string): void {
     if (data.charCodeAt(0) !== 0x7b /* { */) return; // `[DONE]`, keep-alives
     if (this.scannedModel === undefined) this.scannedModel = firstStringField(data, 'model');
+    if (this.responseId === undefined) this.responseId = firstStringField(data, 'id');
+    // A choice's last chunk names its finish reason; the others carry null.
+    if (data.includes('"finish_reason":"')) {
+      const reason = firstStringField(data, 'finish_reason');
+      if (reason !== undefined) this.finish.push(reason);
+    }
     // A mid-stream error is its own event, `{"error":…}` (responses: `error` / `response.failed`)
     if (data.startsWith('{"error"') || event === 'error' || event === 'response.failed') this.error = true;
     // Only events that can carry usage are parsed; usage is replaced, never summed.
@@ -185,6 +202,8 @@ class CompatAccumulator extends TextAccumulator {
         if (u) {
           this.last = u;
           this.model = modelIn(o) ?? this.model;
+          const reason = obj(obj(o.response)?.incomplete_details)?.reason;
+          if (typeof reason === 'string') this.finish.push(reason);
         }
       }
     }
@@ -235,7 +254,8 @@ class CompatAccumulator extends TextAccumulator {
   }
 
   result(): UsageResult {
-    return usageResult(this.model ?? this.scannedModel ?? this.requested, this.last, this.error);
+    const r = usageResult(this.model ?? this.scannedModel ?? this.requested, this.last, this.error);
+    return withResponse(r, this.responseId, this.finish);
   }
 }
 
@@ -252,7 +272,8 @@ export function openAICompatible(opts: CompatOptions): Provider {
       const o = obj(body);
       const model = (o && modelIn(o)) ?? bodyModel(req);
       if (!o) return usageResult(model, undefined);
-      return usageResult(model, usageIn(o, opts, req, modeOf(req)), isErrorBody(o) || opts.extraError?.(o) === true);
+      const r = usageResult(model, usageIn(o, opts, req, modeOf(req)), isErrorBody(o) || opts.extraError?.(o) === true);
+      return withResponse(r, o.id ?? obj(o.response)?.id, finishReasons(o));
     },
     streamAccumulator(req: RequestInfo): StreamAccumulator {
       return new CompatAccumulator(opts, modeOf(req), req, bodyModel(req));

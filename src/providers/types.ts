@@ -80,6 +80,10 @@ export interface UsageResult {
   /** The stream ended before its final usage (e.g. Anthropic cut after `message_start`, whose
    *  output count is a placeholder): the usage is a lower bound, an estimate may do better. */
   incomplete?: boolean;
+  /** The response's own id (`chatcmpl-…`, `msg_…`) and why it stopped, per choice (`stop`,
+   *  `end_turn`, `length`, …): telemetry only (OpenTelemetry gen_ai.response.*), never stored. */
+  responseId?: string;
+  finishReasons?: string[];
 }
 
 /** Fed one framed stream event at a time (SSE `data:` payload, or one NDJSON line). */

@@ -22,7 +22,7 @@ it('30 made-up model names make one metric value; priced models keep their names
       model: `made-up-${i}`,
       requestedModel: `x-${i}`,
     });
-    const a = metricAttributes(event, call, label);
+    const a = metricAttributes(event, call, undefined, label);
     seen.add(a['gen_ai.response.model']);
     seen.add(a['gen_ai.request.model']);
   }
@@ -30,6 +30,7 @@ it('30 made-up model names make one metric value; priced models keep their names
   const real = metricAttributes(
     makeEvent({ accountId: 'a', time: '2026-05-01T00:00:00Z', model: 'gpt-4o-2024-08-06', requestedModel: 'gpt-4o' }),
     call,
+    undefined,
     label,
   );
   expect(real['gen_ai.response.model']).toBe('gpt-4o-2024-08-06');

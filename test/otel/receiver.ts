@@ -5,7 +5,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-type AnyValue = { stringValue?: string; intValue?: number | string; doubleValue?: number; boolValue?: boolean };
+type AnyValue = {
+  stringValue?: string;
+  intValue?: number | string;
+  doubleValue?: number;
+  boolValue?: boolean;
+  arrayValue?: { values?: AnyValue[] };
+};
+type Value = string | number | boolean | Value[];
 export interface ReceivedSpan {
   traceId: string;
   spanId: string;
@@ -14,13 +21,17 @@ export interface ReceivedSpan {
   kind: number;
   startTimeUnixNano: string;
   endTimeUnixNano: string;
-  attributes: Record<string, string | number | boolean>;
+  attributes: Record<string, Value>;
+  /** The instrumentation scope's schema URL (the conventions' version). */
+  schemaUrl?: string;
   events: { name: string }[];
   status?: { code?: number };
 }
 
-const valueOf = (v: AnyValue) =>
-  v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.doubleValue ?? v.boolValue!;
+const valueOf = (v: AnyValue): Value =>
+  v.arrayValue
+    ? (v.arrayValue.values ?? []).map(valueOf)
+    : (v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.doubleValue ?? v.boolValue!);
 
 const attrs = (list: { key: string; value: AnyValue }[] = []) =>
   Object.fromEntries(list.map((a) => [a.key, valueOf(a.value)]));
@@ -29,7 +40,7 @@ export interface Receiver {
   endpoint: string;
   spans: ReceivedSpan[];
   /** Every data point seen: metric name, its attributes, and the point as sent. */
-  points: { metric: string; attributes: Record<string, string | number | boolean>; point: unknown }[];
+  points: { metric: string; attributes: Record<string, Value>; point: unknown; schemaUrl?: string }[];
   close(): Promise<void>;
 }
 
@@ -44,13 +55,14 @@ export async function startReceiver(): Promise<Receiver> {
       if (req.url === '/v1/traces') {
         for (const rs of body.resourceSpans ?? [])
           for (const ss of rs.scopeSpans ?? [])
-            for (const s of ss.spans ?? []) spans.push({ ...s, attributes: attrs(s.attributes) });
+            for (const s of ss.spans ?? [])
+              spans.push({ ...s, attributes: attrs(s.attributes), schemaUrl: ss.schemaUrl });
       } else if (req.url === '/v1/metrics') {
         for (const rm of body.resourceMetrics ?? [])
           for (const sm of rm.scopeMetrics ?? [])
             for (const m of sm.metrics ?? [])
               for (const p of (m.histogram ?? m.sum ?? m.gauge)?.dataPoints ?? [])
-                points.push({ metric: m.name, attributes: attrs(p.attributes), point: p });
+                points.push({ metric: m.name, attributes: attrs(p.attributes), point: p, schemaUrl: sm.schemaUrl });
       }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{}');
