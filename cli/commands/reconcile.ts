@@ -76,6 +76,10 @@ function printReport(r: Reconciliation): void {
     out(
       `not compared: ${r.unattributed.length} provider charges of no model's tokens (tools, storage, fine-tuning), ${usd(r.unattributed.reduce((s, u) => s + u.cost, 0n))}`,
     );
+  if (r.meter_left_out.length)
+    out(
+      `left out of meter's cost: ${usd(r.meter_left_out.reduce((s, u) => s + u.cost, 0n))} of calls the provider's cost report does not cover (Priority Tier)`,
+    );
   if (r.findings.length === 0) return out('findings: none (every difference is within the tolerance)');
   out('findings:');
   for (const f of r.findings) out(`  ${f.kind.padEnd(11)} ${f.date} ${f.model}: ${f.detail}`);

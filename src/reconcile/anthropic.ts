@@ -41,12 +41,29 @@ interface CostResult {
 const day = (at: unknown, where: string, from: string, to: string) =>
   bucketDay(typeof at === 'string' && at.length <= 40 ? Date.parse(at) : NaN, at, where, from, to);
 
+/**
+ * The cost report's `model` as the usage report names models. The API reference calls it "Model
+ * name used" and gives no example; the usage report's are ids (`claude-sonnet-4-20250514`). An id
+ * is kept; a display name (`Claude Sonnet 4`, `Claude 3.5 Haiku`) becomes the id's form without
+ * a date (`claude-sonnet-4`, `claude-3-5-haiku`), which the comparison ties to the day's dated id.
+ */
+export function costModel(model: string | null | undefined): string | null {
+  if (!model) return null;
+  return /\s/.test(model.trim())
+    ? model
+        .trim()
+        .toLowerCase()
+        .replace(/[\s.]+/g, '-')
+    : model;
+}
+
 export async function fetchAnthropicReport(api: AdminApi, from: string, to: string): Promise<ProviderReport> {
   const range = { starting_at: `${from}T00:00:00Z`, ending_at: `${to}T00:00:00Z`, bucket_width: '1d', limit: 31 };
   const usage: ProviderUsage[] = [];
   for (const page of await getAllPages<Page<UsageResult>>(api, '/organizations/usage_report/messages', {
     ...range,
-    group_by: ['model', 'api_key_id', 'workspace_id'],
+    // By service tier too: Priority Tier usage is in this report but not in the cost report.
+    group_by: ['model', 'api_key_id', 'workspace_id', 'service_tier'],
   }))
     for (const bucket of page.data ?? [])
       for (const r of bucket.results ?? []) {
@@ -81,14 +98,16 @@ export async function fetchAnthropicReport(api: AdminApi, from: string, to: stri
         const where = 'anthropic /organizations/cost_report';
         const cents = amount(r.amount ?? '0', 2, where, 'amount (cents)');
         const tokens = (r.cost_type ?? 'tokens') === 'tokens';
-        costs.push({
+        const cost: ProviderCost = {
           date: day(bucket.starting_at, where, from, to),
-          model: tokens ? (r.model ?? null) : null,
+          model: tokens ? costModel(r.model) : null,
           item: r.token_type ?? null,
           description: r.description ?? r.cost_type ?? 'all costs',
           amount: cents,
           groups: { workspace: r.workspace_id ?? null },
-        });
+        };
+        if (!tokens && r.cost_type) cost.tool = r.cost_type;
+        costs.push(cost);
       }
-  return { provider: 'anthropic', usage, costs, costGroupable: ['workspace'] };
+  return { provider: 'anthropic', usage, costs, costGroupable: ['workspace'], costExcludesTiers: ['priority'] };
 }

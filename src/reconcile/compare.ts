@@ -33,6 +33,9 @@ function within(value: bigint, reference: bigint, pct: number, floor = 0n): bool
   return abs(value - reference) <= (allowed > floor ? allowed : floor);
 }
 
+/** The day's row of web-search fees: the provider bills them apart, meter within each call. */
+export const WEB_SEARCH = '(web search)';
+
 /** `claude-sonnet-4-20250514` and `gpt-4o-2024-08-06` → the model without its dated snapshot. */
 const baseModel = (m: string) => m.replace(/-(\d{4}-\d{2}-\d{2}|\d{8})$/, '');
 
@@ -84,8 +87,21 @@ export function reconcile(input: CompareInput): Reconciliation {
   const key = (date: string, model: string) => `${date}\u0000${model}`;
   const rows = new Map<
     string,
-    { date: string; model: string; provider: Figures; meter: Figures; groups: Map<string, Figures> }
+    {
+      date: string;
+      model: string;
+      provider: Figures;
+      meter: Figures;
+      groups: Map<string, Figures>;
+      /** The provider's usage includes a tier its cost report leaves out, and meter's cost of
+       *  that tier is not known (raw events past retention): the costs cannot be compared. */
+      costUncomparable?: boolean;
+      leftOutTier?: boolean;
+    }
   >();
+  // Charges the cost report leaves out (Anthropic's Priority Tier) come out of meter's cost too.
+  const tiersLeftOut = new Set(report.costExcludesTiers ?? []);
+  const meterLeftOut: Reconciliation['meter_left_out'] = [];
   const empty = (cost: bigint | null): Figures => ({
     requests: 0n,
     input_tokens: 0n,
@@ -115,6 +131,7 @@ export function reconcile(input: CompareInput): Reconciliation {
     if (u.date < input.from || u.date >= input.to || !inScope(u.groups)) continue;
     const r = row(u.date, u.model);
     add(r.provider, u);
+    if (u.service_tier !== null && tiersLeftOut.has(u.service_tier)) r.leftOutTier = true;
     // Organisation-wide with mappings: an id no account claims is the likeliest bypass.
     const unclaimed = !account && input.mappings.length > 0 && !attribute(u.groups, byId);
     const label = `${groupLabel(u.groups)}${unclaimed ? ' (not mapped to any account)' : ''}`;
@@ -135,7 +152,19 @@ export function reconcile(input: CompareInput): Reconciliation {
     if (m.date < input.from || m.date >= input.to) continue;
     const r = row(m.date, resolve(m.date, m.model));
     add(r.meter, m);
-    r.meter.cost! += m.cost;
+    // Web searches are billed on lines of their own: compared with those, not with the model's.
+    const searches = m.web_search_cost ?? 0n;
+    const priority = tiersLeftOut.has('priority') ? (m.priority_cost ?? null) : 0n;
+    r.meter.cost! += m.cost - searches - (priority ?? 0n);
+    if (priority === null) r.costUncomparable = true;
+    else if (priority > 0n)
+      meterLeftOut.push({
+        date: m.date,
+        model: r.model,
+        description: "Priority Tier calls: not in the provider's cost report",
+        cost: priority,
+      });
+    if (searches > 0n) row(m.date, WEB_SEARCH).meter.cost! += searches;
     const list = meterDays.get(key(r.date, r.model)) ?? [];
     list.push(m);
     meterDays.set(key(r.date, r.model), list);
@@ -145,6 +174,11 @@ export function reconcile(input: CompareInput): Reconciliation {
   for (const c of report.costs) {
     if (c.date < input.from || c.date >= input.to) continue;
     if (account && !(costKnown && inScope(c.groups))) continue;
+    if (c.tool === 'web_search') {
+      const w = row(c.date, WEB_SEARCH);
+      w.provider.cost = (w.provider.cost ?? 0n) + c.amount;
+      continue;
+    }
     const model = c.model === null ? undefined : resolve(c.date, c.model);
     const r = model === undefined ? undefined : rows.get(key(c.date, model));
     if (!r) {
@@ -177,6 +211,7 @@ export function reconcile(input: CompareInput): Reconciliation {
           meterDays.get(key(r.date, r.model)) ?? [],
           items.get(key(r.date, r.model)),
           tol,
+          !(r.leftOutTier && r.costUncomparable),
         );
       return day;
     });
@@ -199,6 +234,7 @@ export function reconcile(input: CompareInput): Reconciliation {
     },
     findings: days.flatMap((d) => d.findings),
     unattributed,
+    meter_left_out: meterLeftOut,
   };
 }
 
@@ -208,6 +244,7 @@ function findingsOf(
   meterDays: MeterDay[],
   items: Map<string, bigint> | undefined,
   tol: Tolerance,
+  costComparable = true,
 ): Finding[] {
   const p = d.provider;
   const m = d.meter;
@@ -280,6 +317,7 @@ function findingsOf(
   if (
     tokensAgree &&
     requestsAgree &&
+    costComparable &&
     !providerSilent &&
     p.cost !== null &&
     !within(m.cost!, p.cost, tol.pct, tol.usd)

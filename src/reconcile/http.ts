@@ -1,6 +1,7 @@
 /**
- * GETs of a provider's admin API: JSON pages, retried on 429 and 5xx with backoff (Retry-After
- * honoured), refused admin keys named by their variable. Messages never carry the key. The key
+ * GETs of a provider's admin API: JSON pages, retried on 408, 429 and 5xx with backoff (the
+ * provider's Retry-After honoured up to MAX_RETRY_AFTER_MS), refused admin keys named by their
+ * variable. Every request names meter in its User-Agent (Anthropic asks integrations to). Messages never carry the key. The key
  * goes to the configured origin only: a redirect is followed only within it. A page is read up
  * to MAX_PAGE_BYTES, a report up to MAX_REPORT_BYTES (CONTRACT §7: provider answers are bounded).
  */
@@ -19,6 +20,8 @@ export interface AdminApi {
   /** What the key must be, for a refused key's message. */
   keyKind: string;
   retry?: Partial<RetryOptions>;
+  /** The longest Retry-After to wait for (default MAX_RETRY_AFTER_MS; tests shorten it). */
+  maxRetryAfterMs?: number;
 }
 
 export interface RetryOptions {
@@ -30,6 +33,13 @@ export interface RetryOptions {
 }
 
 export const DEFAULT_RETRY: RetryOptions = { attempts: 5, firstDelayMs: 1_000, maxDelayMs: 30_000, timeoutMs: 30_000 };
+
+/** The longest Retry-After meter waits for (a provider may ask for more than the backoff's
+ *  30 s); asked for longer, the run fails now and the next one tries again. */
+export const MAX_RETRY_AFTER_MS = 10 * 60_000;
+
+/** Sent with every admin API request. */
+export const USER_AGENT = `meter/${process.env.npm_package_version ?? '0.1.0'} (usage reconciliation)`;
 
 /** A provider error the user acts on: one line, exit 1; nothing from the run is stored as complete. */
 export class ProviderApiError extends MeterError {
@@ -129,13 +139,21 @@ async function getJson(api: AdminApi, path: string, query: Query, read: { bytes:
         `${api.provider} refused ${api.keyVariable} (${said}): it must be ${api.keyKind}, not an ordinary API key`,
       );
     }
-    if (status !== 0 && status !== 429 && status < 500) {
+    // 408: the provider timed the request out; like 429 and 5xx it is worth another attempt.
+    if (status !== 0 && status !== 408 && status !== 429 && status < 500) {
       throw new ProviderApiError(`${api.provider} ${path} answered ${said}`);
     }
     last = said;
     if (attempt === retry.attempts) break;
     const backoff = Math.min(retry.firstDelayMs * 2 ** (attempt - 1), retry.maxDelayMs);
-    await sleep(Math.min(Math.max(retryAfterMs(retryAfter) ?? backoff, 0), Math.max(retry.maxDelayMs, backoff)));
+    const asked = retryAfterMs(retryAfter);
+    const bound = api.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS;
+    if (asked !== undefined && asked > bound) {
+      throw new ProviderApiError(
+        `${api.provider} ${path} answered ${said} and asked to retry after ${Math.ceil(asked / 1000)} s, longer than meter waits (${bound / 1000} s); nothing was stored as complete, the next run tries again`,
+      );
+    }
+    await sleep(Math.max(asked ?? backoff, 0));
   }
   throw new ProviderApiError(
     `${api.provider} ${path} still failing after ${retry.attempts} attempts (${last}); nothing was stored as complete`,
@@ -149,7 +167,7 @@ async function fetchWithin(api: AdminApi, url: string, path: string, timeoutMs: 
   const signal = AbortSignal.timeout(timeoutMs);
   let at = url;
   for (let hop = 0; ; hop++) {
-    const res = await fetch(at, { headers: api.headers, signal, redirect: 'manual' });
+    const res = await fetch(at, { headers: { 'user-agent': USER_AGENT, ...api.headers }, signal, redirect: 'manual' });
     if (res.status < 300 || res.status >= 400 || res.status === 304) return res;
     await res.body?.cancel();
     const location = res.headers.get('location');

@@ -48,6 +48,12 @@ export function reconciliationJson(r: Reconciliation): JsonValue {
     },
     findings: r.findings.map(jsonOf),
     unattributed: r.unattributed.map((u) => ({ date: u.date, description: u.description, cost: usd(u.cost) })),
+    meter_left_out: r.meter_left_out.map((u) => ({
+      date: u.date,
+      model: u.model,
+      description: u.description,
+      cost: usd(u.cost),
+    })),
   };
 }
 

@@ -37,6 +37,9 @@ interface CostResult {
 
 const unix = (date: string) => Date.parse(`${date}T00:00:00Z`) / 1000;
 
+/** A line item of web-search tool calls (`web search tool calls`, `gpt-4o, web search`). */
+const WEB_SEARCH_LINE = /web[ _-]?search/i;
+
 /** `gpt-4o-2024-08-06, input` → model and item; a line item without a comma is its own name. */
 export function splitLineItem(lineItem: string): { model: string; item: string | null } {
   const cut = lineItem.lastIndexOf(', ');
@@ -89,14 +92,20 @@ export async function fetchOpenAIReport(
         const where = 'openai /organization/costs';
         const value = amount(r.amount?.value ?? 0, 0, where, 'amount.value');
         const { model, item } = r.line_item ? splitLineItem(r.line_item) : { model: null, item: null };
-        costs.push({
+        const cost: ProviderCost = {
           date: bucketDay(bucket.start_time * 1000, bucket.start_time, where, from, to),
           model,
           item,
           description: r.line_item ?? 'all line items',
           amount: value,
           groups: { project: r.project_id ?? null, api_key: r.api_key_id ?? null },
-        });
+        };
+        // The spec gives no list of line items; a web search fee is recognised by its words.
+        if (r.line_item && WEB_SEARCH_LINE.test(r.line_item)) {
+          cost.model = null;
+          cost.tool = 'web_search';
+        }
+        costs.push(cost);
       }
   const costGroupable: MappingKind[] = opts.costByApiKey ? ['project', 'api_key'] : ['project'];
   return { provider: 'openai', usage, costs, costGroupable };

@@ -12,6 +12,8 @@ import { providers } from '../providers/index.js';
 import { amountToUnits, formatUnits, Usd } from './amount.js';
 import { fetchAnthropicReport } from './anthropic.js';
 import { reconcile } from './compare.js';
+import { webSearchCost } from './tool-fees.js';
+import { Pricer } from '../pricing/pricer.js';
 import type { AdminApi, RetryOptions } from './http.js';
 import { fetchOpenAIReport } from './openai.js';
 import type { ResultRow } from './store.js';
@@ -96,6 +98,8 @@ export async function runReconciliation(store: AdminPort, opts: RunOptions): Pro
       opts.provider === 'openai'
         ? await fetchOpenAIReport(api, opts.from, opts.to, { costByApiKey: mappings.some((m) => m.kind === 'api_key') })
         : await fetchAnthropicReport(api, opts.from, opts.to);
+    // Prices meter's web searches as the daemon did (the price table and METER_PRICES_FILE).
+    const pricer = Pricer.fromEnv();
     const meterRows = await store.call('reconcile.meter', {
       provider: opts.provider,
       from: opts.from,
@@ -107,6 +111,11 @@ export async function runReconciliation(store: AdminPort, opts: RunOptions): Pro
         r.sources.map((s) => [s.source, { calls: BigInt(s.calls), cost: units(s.cost) }]),
       );
       const none = by_source.none?.calls ?? 0n;
+      const raw = r.sources.length > 0;
+      const count = (text: string) => (/^\d+$/.test(text) ? BigInt(text) : 0n);
+      const priority = raw ? r.sources.reduce((t, s) => t + units(s.priority_cost), 0n) : null;
+      const searches = r.sources.reduce((t, s) => t + count(s.web_searches), 0n);
+      const searchCost = raw ? webSearchCost(pricer, opts.provider, r.model, r.date, searches) : null;
       return {
         date: r.date,
         model: r.model,
@@ -116,6 +125,8 @@ export async function runReconciliation(store: AdminPort, opts: RunOptions): Pro
         output_tokens: BigInt(r.output_tokens),
         cost: units(r.cost),
         by_source,
+        priority_cost: priority,
+        web_search_cost: searchCost,
       };
     });
     const result = reconcile({

@@ -15,7 +15,7 @@ export interface MeterRow {
   cached_input_tokens: string;
   output_tokens: string;
   cost: string;
-  sources: { source: string; calls: string; cost: string }[];
+  sources: { source: string; calls: string; cost: string; priority_cost: string; web_searches: string }[];
 }
 
 /**
@@ -41,9 +41,15 @@ export async function meterFigures(
       GROUP BY day, model`,
     params,
   );
-  const sources = await db.query<{ date: string; model: string; source: string; calls: string; cost: string }>(
+  // The parts the provider's cost report leaves out or bills apart (Anthropic's Priority Tier;
+  // web searches, whose count is priced apart by the caller).
+  const sources = await db.query<{ date: string; model: string } & MeterRow['sources'][number]>(
     `SELECT (time AT TIME ZONE 'UTC')::date::text AS date, model, usage_source AS source,
-            count(*)::text AS calls, sum(cost)::text AS cost
+            count(*)::text AS calls, sum(cost)::text AS cost,
+            coalesce(sum(cost) FILTER (WHERE service_tier = 'priority'), 0)::text AS priority_cost,
+            coalesce(sum(CASE WHEN jsonb_typeof(units -> 'web_searches') = 'number'
+              AND service_tier IS DISTINCT FROM 'priority' THEN (units ->> 'web_searches')::numeric END), 0)::text
+              AS web_searches
        FROM usage_events
       WHERE provider = $1 AND time >= ($2::date)::timestamp AT TIME ZONE 'UTC'
         AND time < ($3::date)::timestamp AT TIME ZONE 'UTC' ${scope}
@@ -52,7 +58,13 @@ export async function meterFigures(
   );
   const byKey = new Map(totals.map((t) => [`${t.date}\u0000${t.model}`, { ...t, sources: [] as MeterRow['sources'] }]));
   for (const s of sources)
-    byKey.get(`${s.date}\u0000${s.model}`)?.sources.push({ source: s.source, calls: s.calls, cost: s.cost });
+    byKey.get(`${s.date}\u0000${s.model}`)?.sources.push({
+      source: s.source,
+      calls: s.calls,
+      cost: s.cost,
+      priority_cost: s.priority_cost,
+      web_searches: s.web_searches,
+    });
   return [...byKey.values()];
 }
 

@@ -41,6 +41,8 @@ export interface ProviderCost {
   model: string | null;
   /** input, cached input, output, … as the provider names it; null when ungrouped. */
   item: string | null;
+  /** A server tool's own fee (Anthropic cost_type `web_search`, `code_execution`): no model's tokens. */
+  tool?: string;
   description: string;
   amount: bigint;
   groups: Groups;
@@ -52,6 +54,9 @@ export interface ProviderReport {
   costs: ProviderCost[];
   /** Whether the cost report can say what each mapped id cost (Anthropic: not per API key). */
   costGroupable: MappingKind[];
+  /** Service tiers whose usage the usage report counts but the cost report leaves out
+   *  (Anthropic: `priority`, billed through its commitment). */
+  costExcludesTiers?: string[];
 }
 
 /** Meter's side of one day and model (calls with usage; provider errors are counted apart). */
@@ -65,6 +70,10 @@ export interface MeterDay {
   cost: bigint;
   /** Calls by usage_source (provider, estimated, none) with their cost, from the raw events. */
   by_source: Record<string, { calls: bigint; cost: bigint }>;
+  /** From the raw events (null once they are past retention): the cost of Priority Tier calls,
+   *  and of the web searches of the other calls (both within `cost`). */
+  priority_cost?: bigint | null;
+  web_search_cost?: bigint | null;
 }
 
 export interface Figures {
@@ -116,4 +125,7 @@ export interface Reconciliation {
   findings: Finding[];
   /** Provider charges no model's tokens explain (tools, storage, fine-tuning): not compared. */
   unattributed: { date: string; description: string; cost: bigint }[];
+  /** Meter's cost of what the provider's cost report leaves out (Anthropic's Priority Tier):
+   *  taken out of the days' meter cost, so like is compared with like. */
+  meter_left_out: { date: string; model: string; description: string; cost: bigint }[];
 }

@@ -183,6 +183,7 @@ describeEachBackend('meter reconcile', (backend) => {
         'totals',
         'findings',
         'unattributed',
+        'meter_left_out',
       ]);
       expect(out).toMatchObject({
         provider: 'openai',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Usd } from '../../src/reconcile/amount.js';
+import { costModel } from '../../src/reconcile/anthropic.js';
 import { reconcile } from '../../src/reconcile/compare.js';
 import type { Mapping, MeterDay, ProviderCost, ProviderReport, ProviderUsage } from '../../src/reconcile/types.js';
 
@@ -228,5 +229,104 @@ describe('reconcile: days, totals and findings', () => {
     });
     expect(b.days[0]!.provider.cost).toBeNull();
     expect(b.totals.provider_cost).toBeNull();
+  });
+});
+
+describe('charges the cost report leaves out or bills apart', () => {
+  const claude = 'claude-sonnet-4-20250514';
+  const anthropic = (u: ProviderUsage[], c: ProviderCost[]): ProviderReport => ({
+    provider: 'anthropic',
+    usage: u,
+    costs: c,
+    costGroupable: ['workspace'],
+    costExcludesTiers: ['priority'],
+  });
+  const tokens = { requests: null, cached_input_tokens: 0n, groups: { workspace: null } };
+
+  it("Priority Tier: tokens compared, meter's priority cost left out like the provider's: no price_drift", () => {
+    const r = run(
+      anthropic(
+        [
+          usage({ ...tokens, model: claude, input_tokens: 60_000n, output_tokens: 6_000n, service_tier: 'standard' }),
+          usage({ ...tokens, model: claude, input_tokens: 40_000n, output_tokens: 4_000n, service_tier: 'priority' }),
+        ],
+        [cost({ model: claude, item: 'uncached_input_tokens', amount: usd(0.27), groups: { workspace: null } })],
+      ),
+      [
+        meter({
+          model: claude,
+          cached_input_tokens: 0n,
+          cost: usd(0.45),
+          priority_cost: usd(0.18),
+          web_search_cost: 0n,
+        }),
+      ],
+    );
+    expect(r.findings).toEqual([]);
+    expect(r.days[0]!.meter.cost).toBe(usd(0.27));
+    expect(r.days[0]!.diff_usd).toBe(0n);
+    expect(r.meter_left_out).toEqual([
+      { date: '2026-03-02', model: claude, description: expect.stringContaining('Priority Tier'), cost: usd(0.18) },
+    ]);
+  });
+
+  it("Priority Tier past the raw events' retention: the costs are not compared (no finding either way)", () => {
+    const r = run(
+      anthropic(
+        [usage({ ...tokens, model: claude, input_tokens: 100_000n, output_tokens: 10_000n, service_tier: 'priority' })],
+        [],
+      ),
+      [meter({ model: claude, cached_input_tokens: 0n, cost: usd(0.45), priority_cost: null, web_search_cost: null })],
+    );
+    expect(r.findings.filter((f) => f.kind === 'price_drift')).toEqual([]);
+  });
+
+  it("web searches: meter's search fees come out of the model's cost and meet the provider's web_search lines", () => {
+    const r = run(
+      anthropic(
+        [usage({ ...tokens, model: claude, input_tokens: 100_000n, output_tokens: 10_000n, service_tier: 'standard' })],
+        [
+          cost({ model: claude, item: 'uncached_input_tokens', amount: usd(0.45), groups: { workspace: null } }),
+          cost({ model: null, item: null, tool: 'web_search', description: 'Web Search', amount: usd(0.05) }),
+          cost({
+            model: null,
+            item: null,
+            tool: 'code_execution',
+            description: 'Code Execution Usage',
+            amount: usd(1),
+          }),
+        ],
+      ),
+      [
+        meter({
+          model: claude,
+          cached_input_tokens: 0n,
+          cost: usd(0.5),
+          priority_cost: 0n,
+          web_search_cost: usd(0.05),
+        }),
+      ],
+    );
+    expect(r.findings).toEqual([]);
+    const model = r.days.find((d) => d.model === claude)!;
+    expect([model.meter.cost, model.provider.cost]).toEqual([usd(0.45), usd(0.45)]);
+    const search = r.days.find((d) => d.model === '(web search)')!;
+    expect([search.meter.cost, search.provider.cost, search.diff_usd]).toEqual([usd(0.05), usd(0.05), 0n]);
+    // Code execution is not metered by meter: listed apart, never a drift.
+    expect(r.unattributed.map((u) => u.description)).toEqual(['Code Execution Usage']);
+  });
+
+  it("the cost report's model as a display name is tied to the usage report's dated id", () => {
+    const r = run(
+      anthropic(
+        [usage({ ...tokens, model: claude, input_tokens: 100_000n, output_tokens: 10_000n, service_tier: 'standard' })],
+        [cost({ model: costModel('Claude Sonnet 4'), amount: usd(0.45), groups: { workspace: null } })],
+      ),
+      [meter({ model: claude, cached_input_tokens: 0n, cost: usd(0.45), priority_cost: 0n, web_search_cost: 0n })],
+    );
+    expect(r.unattributed).toEqual([]);
+    expect(r.days[0]!.provider.cost).toBe(usd(0.45));
+    expect(costModel('Claude 3.5 Haiku')).toBe('claude-3-5-haiku');
+    expect(costModel(claude)).toBe(claude);
   });
 });

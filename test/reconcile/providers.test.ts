@@ -151,11 +151,12 @@ describe('OpenAI admin reports', () => {
       },
       {
         date: '2026-03-03',
-        model: 'web search tool calls',
+        model: null,
         item: null,
         description: 'web search tool calls',
         amount: 3_000_000n,
         groups: { project: 'proj_a', api_key: null },
+        tool: 'web_search',
       },
     ]);
   });
@@ -262,7 +263,8 @@ describe('Anthropic admin reports', () => {
     expect(usage).toHaveLength(3); // 3 days, one bucket a page
     expect(usage[0]!.query.get('starting_at')).toBe('2026-03-01T00:00:00Z');
     expect(usage[0]!.query.get('ending_at')).toBe('2026-03-04T00:00:00Z');
-    expect(usage[0]!.query.getAll('group_by[]')).toEqual(['model', 'api_key_id', 'workspace_id']);
+    // By service tier too: Priority Tier usage is left out of the cost report (the usage guide).
+    expect(usage[0]!.query.getAll('group_by[]')).toEqual(['model', 'api_key_id', 'workspace_id', 'service_tier']);
     for (const r of fake.requests) {
       expect(r.headers['x-api-key']).toBe(ANTHROPIC_KEY);
       expect(r.headers['anthropic-version']).toBe('2023-06-01');
@@ -273,13 +275,24 @@ describe('Anthropic admin reports', () => {
         date: '2026-03-01',
         model: 'claude-sonnet-4-20250514',
         requests: null,
-        // all input: uncached + cache reads + 1h and 5m cache writes (batch row included)
-        input_tokens: 1500n + 200n + 1000n + 500n + 100n,
+        // all input: uncached + cache reads + 1h and 5m cache writes
+        input_tokens: 1500n + 200n + 1000n + 500n,
         cached_input_tokens: 200n,
-        output_tokens: 510n,
+        output_tokens: 500n,
         groups: { workspace: 'wrkspc_a', api_key: 'apikey_a' },
-        service_tier: null,
-        batch: null,
+        service_tier: 'standard',
+        batch: false,
+      },
+      {
+        date: '2026-03-01',
+        model: 'claude-sonnet-4-20250514',
+        requests: null,
+        input_tokens: 100n,
+        cached_input_tokens: 0n,
+        output_tokens: 10n,
+        groups: { workspace: 'wrkspc_a', api_key: 'apikey_a' },
+        service_tier: 'batch',
+        batch: true,
       },
     ]);
     expect(report.usage.find((u) => u.date === '2026-03-03')?.groups).toEqual({ workspace: null, api_key: 'apikey_b' });
@@ -300,6 +313,7 @@ describe('Anthropic admin reports', () => {
         description: 'Web Search Usage',
         amount: 2_500_000n,
         groups: { workspace: 'wrkspc_a' },
+        tool: 'web_search',
       },
     ]);
   });
@@ -348,6 +362,30 @@ describe('admin API errors', () => {
     expect((err as Error).message).toMatch(
       /\/organization\/costs still failing after 5 attempts \(HTTP 503: HTTP 503 from the fake\)/,
     );
+  });
+
+  it('408 is retried; Retry-After is honoured past the backoff cap, up to a bound; every request names meter', async () => {
+    const fake = await startFakeAdminApi({ openaiKey: OPENAI_KEY, pageSize: 31 });
+    fake.rows['/v1/organization/usage/completions'] = [];
+    fake.rows['/v1/organization/usage/embeddings'] = [];
+    fake.rows['/v1/organization/costs'] = [];
+    // The backoff is capped at 50 ms here; the provider asks for 1 s: meter waits the 1 s.
+    const api: AdminApi = { ...apis(fake.url).openai, retry: { firstDelayMs: 10, maxDelayMs: 50 } };
+    fake.failures['/v1/organization/usage/completions'] = [{ status: 408 }, { status: 429, retryAfter: '1' }];
+    const t0 = Date.now();
+    await fetchOpenAIReport(api, '2026-03-01', '2026-03-02', { costByApiKey: false });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
+    expect(fake.requests.filter((r) => r.path === '/v1/organization/usage/completions')).toHaveLength(3);
+    for (const r of fake.requests) expect(r.headers['user-agent']).toMatch(/^meter\/\S+ \(usage reconciliation\)$/);
+
+    // Asked to wait longer than the bound: the run fails at once, saying so.
+    fake.failures['/v1/organization/costs'] = [{ status: 429, retryAfter: '3600' }];
+    const t1 = Date.now();
+    const err = await fetchOpenAIReport({ ...api, maxRetryAfterMs: 2_000 }, '2026-03-01', '2026-03-02', {
+      costByApiKey: false,
+    }).catch((e: Error) => e);
+    expect(Date.now() - t1).toBeLessThan(2_000);
+    expect((err as Error).message).toMatch(/asked to retry after 3600 s, longer than meter waits \(2 s\)/);
   });
 
   it('a 400 is not retried and says what the provider said', async () => {
