@@ -29,10 +29,16 @@ export interface ForwardedCall {
   headers: Record<string, string> | undefined;
 }
 
+/** How long a stream is read on after its client left (boundStreamReadOn). */
+const STREAM_READ_ON_MS = 3_000;
+
+const isStream = (headers: IncomingHttpHeaders | undefined): boolean =>
+  /event-stream|stream\+json|ndjson/i.test(String(headers?.['content-type'] ?? ''));
+
 /**
  * One proxied call's response side, as an undici dispatch handler: bytes go to the client as
  * they arrive (backpressure pauses the upstream socket, nothing is buffered here), the meter
- * sees each chunk on the side, and a client that leaves aborts the upstream request at once.
+ * sees each chunk on the side, and a client that leaves does not make the call free (onClientClose).
  */
 export class ForwardCall implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
@@ -42,6 +48,8 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   private clientGone = false;
   /** The client left after the request was forwarded: the answer is read and metered still. */
   private readOn = false;
+  /** Cuts a stream its client left once STREAM_READ_ON_MS have passed (see onClientClose). */
+  private readOnTimer: NodeJS.Timeout | undefined;
   private waitingForDrain = false;
   private bodyDelivered = false;
   /** The response head, until the meter is given it (with the first chunk it meters). */
@@ -50,6 +58,8 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
    *  the first: metering runs one chunk behind the client, so each chunk (a stream's first
    *  byte, a whole small answer) leaves before any metering work on it is done. */
   private held: Buffer | undefined;
+  /** The response head's headers, kept after the meter took the head (a stream's read-on bound). */
+  private streamHeaders: IncomingHttpHeaders | undefined;
   private heldAt: number | undefined;
   /** performance.now() when undici started writing the request upstream (0: not yet). */
   private sentAt = 0;
@@ -89,10 +99,23 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     const req = this.res.req;
     this.readOn = this.controller !== undefined && req?.complete === true && req.method === 'POST';
     if (!this.readOn) this.controller?.abort(new ClientGoneError());
-    else if (this.waitingForDrain) this.onDrain();
+    else {
+      if (this.waitingForDrain) this.onDrain();
+      if (this.head !== undefined || this.status !== 0) this.boundStreamReadOn();
+    }
     // A client that only half-closed would otherwise keep this socket (and the drain) waiting.
     this.res.destroy();
   };
+
+  /** A stream is generated only while someone reads it: the provider stops and bills what it
+   *  made when its connection closes. So a stream its client left is read on briefly (its usage
+   *  may be about to arrive), then closed and estimated from what arrived; reading an endless or
+   *  long stream on would make the provider generate, and bill, what nobody asked to read. */
+  private boundStreamReadOn(): void {
+    if (this.readOnTimer || !isStream(this.head?.headers ?? this.streamHeaders)) return;
+    this.readOnTimer = setTimeout(() => this.controller?.abort(new ClientGoneError()), STREAM_READ_ON_MS);
+    this.readOnTimer.unref();
+  }
 
   private readonly onDrain = (): void => {
     this.waitingForDrain = false;
@@ -123,6 +146,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   private finish(completed: boolean): void {
     if (this.over) return;
     this.over = true;
+    if (this.readOnTimer) clearTimeout(this.readOnTimer);
     this.meterHead();
     const held = this.held;
     if (held) {
@@ -150,7 +174,8 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     const headAt = performance.now();
     this.status = statusCode;
     this.head = { status: statusCode, headers, at: headAt };
-    if (this.clientGone) return; // metered all the same
+    this.streamHeaders = headers;
+    if (this.clientGone) return this.boundStreamReadOn(); // metered all the same
     const out = clientResponseHeaders(headers, this.requestId);
     if (this.extraHeaders) Object.assign(out, this.extraHeaders);
     // What is known when the head goes out: the request side, and this head's own handling.

@@ -133,6 +133,27 @@ describe('upstream failures', () => {
     expect(seen.aborted).toBe(false);
   });
 
+  it('a stream its client left is read on briefly, then closed and metered from what arrived', async () => {
+    fake.respond((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const timer = setInterval(() => res.write('data: {"choices":[{"delta":{"content":"x"}}]}\n\n'), 20);
+      res.on('close', () => clearInterval(timer));
+    });
+    const upstreamRequest = fake.nextRequest();
+    const { req, id } = await leaving('POST');
+    const seen = await upstreamRequest;
+    req.on('error', () => {});
+    req.destroy();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(seen.aborted).toBe(false); // read on: the usage may be about to arrive
+    const call = await metering.ended(id); // the provider would generate on for nobody: cut
+    expect(call.outcome).toEqual({ completed: false, status: 200, clientLeft: true });
+    for (let i = 0; i < 40 && !seen.aborted; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(seen.aborted).toBe(true);
+    expect(Buffer.concat(call.chunks).toString()).toContain('"content":"x"');
+  });
+
   it('a client that leaves before the answer: the provider still answers, and it is metered', async () => {
     let finish!: () => void;
     const rest = new Promise<void>((r) => (finish = r));
