@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { once } from 'node:events';
 import { EXPORT_FORMATS } from '../../src/export/params.js';
 import { focusMetadata } from '../../src/export/focus.js';
 import { exportAccount, exportParamsOf, type ExportArgs } from '../../src/export/admin.js';
@@ -75,7 +76,9 @@ export function registerExport(program: Command): void {
       const p = checked.value;
       // A file appears whole or not at all: written aside, renamed when the export is complete.
       const aside = opts.out ? await openAside(opts.out, '--out') : undefined;
-      const out = aside ? aside.handle.createWriteStream({ autoClose: false }) : process.stdout;
+      // The stream owns the handle (a FileHandle stays open while a stream holds it, so closing it
+      // ourselves would wait forever): it flushes the file to disk and closes it when it ends.
+      const out = aside ? aside.handle.createWriteStream({ flush: true }) : process.stdout;
       let writeFailed: Error | undefined;
       if (aside) out.on('error', (err: Error) => (writeFailed ??= err));
       const progress = counted(streamSink(out), Boolean(process.stderr.isTTY), p.format === 'jsonl' ? 0 : 1);
@@ -92,9 +95,11 @@ export function registerExport(program: Command): void {
           await writeExport(db, account, p, formatter, progress.sink);
         });
         if (aside) {
+          const closed = once(out, 'close');
           await new Promise<void>((resolve, reject) =>
             out.end((err?: Error | null) => (err ? reject(err) : resolve())),
           );
+          await closed;
           if (writeFailed) throw writeFailed;
           await aside.commit();
           if (p.format === 'focus') await writeFocusMetadata(opts.out!);
