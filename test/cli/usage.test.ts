@@ -48,6 +48,10 @@ const COMMANDS = [
   ['config'],
   ['top'],
   ['reconcile'],
+  ['billing', 'link'],
+  ['billing', 'list'],
+  ['billing', 'unlink'],
+  ['billing', 'status'],
   ['export'],
 ];
 
