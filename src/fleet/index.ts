@@ -36,10 +36,16 @@ export function createFleet(
   const admissions = new FleetAdmissions(deps.plans, overrides, ledger, deps.metering.pricer, deps.budgets);
   deps.metering.observe((event) => {
     const tokens = BigInt(event.inputTokens + event.outputTokens);
+    // A budget settles at the call's cost, tokens a minute at its tokens; the rest (calls) at
+    // what they reserved.
     ledger.settle(
       event.id,
       (spec) =>
-        spec.key.startsWith('budget:') ? toUnits(event.cost) : spec.key.startsWith('tpm:') ? tokens : undefined,
+        spec.what?.kind === 'budget'
+          ? toUnits(event.cost)
+          : spec.what?.kind === 'tokens-per-minute'
+            ? tokens
+            : undefined,
       event.time,
     );
   });

@@ -1,3 +1,5 @@
+import type { FleetLimit } from './limit-key.js';
+
 /**
  * One limit's window as the fleet shares it (docs/fleet.md). `written`: units stay spent until
  * the database shows the usage event that spent them (the monthly quota's calls, a budget's
@@ -8,8 +10,11 @@
 export type LimitKind = 'written' | 'minute';
 
 export interface LimitSpec {
-  /** Names the limit in fleet_leases, e.g. `quota:<account id>`, `rpm:key:<key id>`. */
+  /** Names the limit in fleet_leases (`limitKey`, ./limit-key.ts). */
   key: string;
+  /** What the limit is, for its refusal's words and the units a usage event settles (the
+   *  ledger itself needs only the key; a spec without it settles at what the call reserved). */
+  what?: FleetLimit;
   /** The window's start, ms since the epoch (0 for per-minute limits: no calendar window). */
   windowStart: number;
   kind: LimitKind;
@@ -24,6 +29,9 @@ export interface LimitSpec {
 }
 
 export const MINUTE_MS = 60_000;
+
+/** One lease per limit and window (a limit's key names it in every window). */
+export const leaseId = (key: string, windowStart: number): string => `${key}@${windowStart}`;
 
 interface Held {
   units: bigint;

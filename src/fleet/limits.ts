@@ -16,6 +16,7 @@ import type { Admission } from '../proxy/handler.js';
 import type { Queryable } from '../store/types.js';
 import type { Lease, LimitSpec } from './lease.js';
 import type { FleetLedger, Need, Verdict } from './ledger.js';
+import { limitKey, type FleetLimit } from './limit-key.js';
 
 /** An account's (key '') or a key's own per-minute limits, in place of the plan's. */
 export interface Override {
@@ -94,16 +95,20 @@ export class FleetAdmissions {
     if (!plan) return { ok: true, headers: {} }; // plans not loaded: never fail a call on metering's account
     const now = Date.now();
     const l = this.#limits(p, plan);
-    const needs: Need[] = [{ spec: this.#minute(`rpm:key:${p.keyId}`, l.keyCalls), units: 1n }];
+    const needs: Need[] = [{ spec: this.#keyCalls(p, l), units: 1n }];
     if (l.accountCalls !== null)
-      needs.push({ spec: this.#minute(`rpm:account:${p.accountId}`, l.accountCalls), units: 1n });
+      needs.push({ spec: this.#minute('calls-per-minute', 'account', p.accountId, l.accountCalls), units: 1n });
     const worst = call.priced ? worstCaseTokens(call.priced) : undefined;
     if (l.keyTokens !== null || l.accountTokens !== null) {
       const tokens = call.priced ? worstTokens(call.priced, worst) : 0n;
       if (tokens > 0n) {
-        if (l.keyTokens !== null) needs.push({ spec: this.#minute(`tpm:key:${p.keyId}`, l.keyTokens), units: tokens });
+        if (l.keyTokens !== null)
+          needs.push({ spec: this.#minute('tokens-per-minute', 'key', p.keyId, l.keyTokens), units: tokens });
         if (l.accountTokens !== null)
-          needs.push({ spec: this.#minute(`tpm:account:${p.accountId}`, l.accountTokens), units: tokens });
+          needs.push({
+            spec: this.#minute('tokens-per-minute', 'account', p.accountId, l.accountTokens),
+            units: tokens,
+          });
       }
     }
     if (l.quota !== null) needs.push({ spec: this.#monthly(p.accountId, BigInt(l.quota), now), units: 1n });
@@ -133,7 +138,7 @@ export class FleetAdmissions {
   /** 402 unpriced_model (CONTRACT §3): the call counts against nothing. */
   #unpriced(p: Principal, plan: Plan, b: MatchedBudget, model: string): Admission {
     this.budgets.shadows?.count(b.id, 'block');
-    const headers = rateHeaders(this.ledger.lease(this.#minute(`rpm:key:${p.keyId}`, this.#limits(p, plan).keyCalls)));
+    const headers = rateHeaders(this.ledger.lease(this.#keyCalls(p, this.#limits(p, plan))));
     return {
       ok: false,
       status: 402,
@@ -156,7 +161,7 @@ export class FleetAdmissions {
   headers(p: Principal): Record<string, string> {
     const plan = this.plans.get(p.plan);
     if (!plan) return {};
-    return rateHeaders(this.ledger.lease(this.#minute(`rpm:key:${p.keyId}`, this.#limits(p, plan).keyCalls)));
+    return rateHeaders(this.ledger.lease(this.#keyCalls(p, this.#limits(p, plan))));
   }
 
   #limits(p: Principal, plan: Plan): CallLimits {
@@ -181,9 +186,22 @@ export class FleetAdmissions {
     return spec;
   }
 
-  #minute(key: string, amount: number): LimitSpec {
+  /** The key's calls a minute: every call needs it, and its lease gives the RateLimit-* headers. */
+  #keyCalls(p: Principal, l: CallLimits): LimitSpec {
+    return this.#minute('calls-per-minute', 'key', p.keyId, l.keyCalls);
+  }
+
+  #minute(
+    kind: 'calls-per-minute' | 'tokens-per-minute',
+    of: 'key' | 'account',
+    id: string,
+    amount: number,
+  ): LimitSpec {
+    const what: FleetLimit = { kind, of, id };
+    const key = limitKey(what);
     return this.#spec(`${key}=${amount}`, () => ({
       key,
+      what,
       windowStart: 0,
       kind: 'minute',
       amount: BigInt(amount),
@@ -194,8 +212,11 @@ export class FleetAdmissions {
   /** The month's calls (the quota), as usage_daily counts them. */
   #monthly(accountId: string, amount: bigint, now: number): LimitSpec {
     const { start, end } = windowBounds('month', now);
-    return this.#spec(`quota:${accountId}@${start}=${amount}`, () => ({
-      key: `quota:${accountId}`,
+    const what: FleetLimit = { kind: 'monthly-quota', accountId };
+    const key = limitKey(what);
+    return this.#spec(`${key}@${start}=${amount}`, () => ({
+      key,
+      what,
       windowStart: start,
       kind: 'written',
       amount,
@@ -209,12 +230,14 @@ export class FleetAdmissions {
 
   /** A block budget's window, its spend in units of 1e-8 USD as the budget's exact statement reads it. */
   #budget(b: MatchedBudget): LimitSpec {
-    const key = `budget:${b.id}`;
+    const what: FleetLimit = { kind: 'budget', budgetId: b.id };
+    const key = limitKey(what);
     this.#budgets.set(key, b);
     return this.#spec(`${key}@${b.windowStart}=${b.amountUnits}`, () => {
       const q = this.budgets.book.spendQuery(b, { start: b.windowStart, end: b.windowEnd });
       return {
         key,
+        what,
         windowStart: b.windowStart,
         kind: 'written',
         amount: b.amountUnits,
@@ -254,7 +277,7 @@ function refusal(
   lease: Lease,
   worst: bigint | undefined,
 ): Omit<Refusal, 'headers'> {
-  const { key, amount } = v.limit;
+  const { what, amount } = v.limit;
   const n = String(amount);
   const reset = lease.resetSeconds(Date.now());
   if (budget) {
@@ -266,7 +289,7 @@ function refusal(
       : refusalMessage(budget, spent, worst, budget.accountBudget ? p.accountName : undefined);
     return { ok: false, status: 402, code: 'budget_exceeded', message };
   }
-  if (key.startsWith('quota:')) {
+  if (what?.kind === 'monthly-quota') {
     return {
       ok: false,
       status: 429,
@@ -274,19 +297,19 @@ function refusal(
       message: `monthly quota of ${n} proxied calls on the ${plan.name} plan is used up until the next month (UTC); upgrade with: meter accounts set-plan ${p.accountName} pro`,
     };
   }
-  const what = key.startsWith('rpm:') ? 'calls' : 'tokens';
-  const whose = key.includes(':key:') ? 'per key' : `for account ${p.accountName}`;
+  const units = what?.kind === 'calls-per-minute' ? 'calls' : 'tokens';
+  const whose = what && 'of' in what && what.of === 'key' ? 'per key' : `for account ${p.accountName}`;
   return {
     ok: false,
     status: 429,
     code: 'rate_limited',
-    message: `rate limit of ${n} ${what} a minute ${whose} reached (${plan.name} plan or its override); retry in ${reset} s`,
+    message: `rate limit of ${n} ${units} a minute ${whose} reached (${plan.name} plan or its override); retry in ${reset} s`,
   };
 }
 
 function retry(v: Extract<Verdict, { ok: false }>, lease: Lease): Record<string, string> {
   const now = Date.now();
-  if (v.limit.key.startsWith('quota:'))
+  if (v.limit.what?.kind === 'monthly-quota')
     return { 'retry-after': String(Math.max(1, Math.ceil((windowBounds('month', now).end - now) / 1000))) };
   if (v.limit.kind === 'minute') return { 'retry-after': String(lease.resetSeconds(now)) };
   return {};
