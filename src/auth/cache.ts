@@ -238,30 +238,18 @@ function verify(record: KeyRecord, secret: string): Principal | undefined {
   return record.principal;
 }
 
-const shared = new WeakMap<Queryable, { cache: KeyCache; users: number; started: Promise<void> }>();
-
-/** One cache per store for the whole daemon (proxy and analytics authenticate alike).
- *  Started by its first user; `release` stops it after the last. */
-export async function acquireKeyCache(db: Queryable, opts: KeyCacheOptions): Promise<KeyCache> {
-  let entry = shared.get(db);
-  if (!entry) {
-    const cache = new KeyCache(db, opts);
-    entry = { cache, users: 0, started: cache.start() };
-    shared.set(db, entry);
-  }
-  entry.users++;
-  try {
-    await entry.started;
-  } catch (err) {
-    shared.delete(db);
-    throw err;
-  }
-  return entry.cache;
-}
-
-export async function releaseKeyCache(db: Queryable): Promise<void> {
-  const entry = shared.get(db);
-  if (!entry || --entry.users > 0) return;
-  shared.delete(db);
-  await entry.cache.stop();
+/**
+ * The key cache a part authenticates with: the one its owner passes in (the daemon's, which
+ * composeDaemon starts and stops), else one of the part's own, started now and stopped by
+ * `release`.
+ */
+export async function keyCacheFor(
+  db: Queryable,
+  opts: KeyCacheOptions,
+  given: KeyCache | undefined,
+): Promise<{ cache: KeyCache; release(): Promise<void> }> {
+  if (given) return { cache: given, release: async () => {} };
+  const cache = new KeyCache(db, opts);
+  await cache.start();
+  return { cache, release: () => cache.stop() };
 }

@@ -1,4 +1,4 @@
-import { acquireKeyCache, releaseKeyCache } from '../auth/cache.js';
+import { keyCacheFor, type KeyCache } from '../auth/cache.js';
 import { parseTags } from '../metering/tags.js';
 import type { Metering } from '../metering/types.js';
 import type { Component, DaemonContext } from '../component.js';
@@ -15,13 +15,16 @@ export interface ProxyOptions {
   parseTags?: TagParser;
   /** Admission against the fleet's limits (src/fleet: rate limits, quota, hard cap), default none. */
   admission?: Admitter;
+  /** The daemon's service keys (default: a key cache of the proxy's own). */
+  keys?: KeyCache;
 }
 
 /** `/proxy/{slug}/…`: the daemon's proxy, with its key cache and upstream pools. */
 export async function proxyComponent(ctx: DaemonContext, options: ProxyOptions = {}): Promise<Component> {
   const { config, logger, store } = ctx;
   const targets = buildTargets(config);
-  const auth = await acquireKeyCache(store, { refreshMs: config.keyRefreshMs, logger });
+  const keys = await keyCacheFor(store, { refreshMs: config.keyRefreshMs, logger }, options.keys);
+  const auth = keys.cache;
   const pools = new UpstreamPools(targets.values(), config);
   const metrics = new ProxyMetrics(targets.keys());
   metrics.register(ctx.metrics, () => auth.ageSeconds());
@@ -42,7 +45,7 @@ export async function proxyComponent(ctx: DaemonContext, options: ProxyOptions =
     routes: { '/proxy/': handler },
     async stop() {
       await pools.close();
-      await releaseKeyCache(store);
+      await keys.release();
     },
   };
 }

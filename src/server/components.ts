@@ -1,5 +1,5 @@
 import { createAlertDeliverer } from '../alerts/index.js';
-import { acquireKeyCache, releaseKeyCache } from '../auth/cache.js';
+import { KeyCache } from '../auth/cache.js';
 import { analyticsComponent } from '../analytics/index.js';
 import { alertPromptly, createBudgetMonitor, createScopedMonitor, createShadowGate } from '../budget/index.js';
 import type { DaemonContext, StartComponent } from '../component.js';
@@ -56,18 +56,20 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
     metering,
     ledger: opts.ledger,
   });
-  // Service keys, re-read when the change counter moved instead of on a timer of their own.
-  const keys = await acquireKeyCache(ctx.store, { refreshMs: ctx.config.keyRefreshMs, logger: ctx.logger });
+  // Service keys, one cache for the proxy and analytics, re-read when the change counter moved
+  // instead of on a timer of their own.
+  const keys = new KeyCache(ctx.store, { refreshMs: ctx.config.keyRefreshMs, logger: ctx.logger });
+  await keys.start();
   keys.followChanges();
   changes.watch(
     () => keys.reread(),
     () => keys.confirm(),
   );
-  await start({ name: 'keys', stop: () => releaseKeyCache(ctx.store) });
+  await start({ name: 'keys', stop: () => keys.stop() });
   await start(changes);
   await start(fleet.component);
-  await start(await proxyComponent(ctx, { metering: metering.metering, admission: fleet.admissions }));
-  await start(await analyticsComponent(ctx));
+  await start(await proxyComponent(ctx, { metering: metering.metering, admission: fleet.admissions, keys }));
+  await start(await analyticsComponent(ctx, { keys }));
   // The spend page at /ui: static files that read the analytics API with the user's key.
   await start(uiComponent(ctx));
   // TimescaleDB mode: the continuous aggregates refreshed every minute and after 00:00 UTC.
