@@ -9,7 +9,7 @@ import { BATCH_LINE_BYTES, BatchTotals } from './batch-totals.js';
 import type { MeteringCounters } from './counters.js';
 import { createDecoder, type BodyDecoder } from './decode.js';
 import type { UsageEvent, UsageSource } from './event.js';
-import { boundUsage } from './bounded-usage.js';
+import { boundUsage, type RawUsage } from './bounded-usage.js';
 import { storedUnits } from '../store/event-units.js';
 import { JsonCapture } from './json-capture.js';
 import { cleanTags, storable } from './storable.js';
@@ -169,7 +169,7 @@ export class MeteredCall implements CallMeter {
   }
 
   private build(outcome: CallOutcome, endedAt: number): UsageEvent {
-    const status = outcome.status ?? (this.status || 502);
+    const status = this.statusOf(outcome);
     const requestedModel = this.provider?.requestModel(this.req) ?? null;
     let result: UsageResult = {};
     let body: unknown;
@@ -188,10 +188,9 @@ export class MeteredCall implements CallMeter {
     const source = used.source;
     // Out-of-range figures are clamped and the event keeps them (usage_raw): never lost, never unbounded.
     const { usage, raw } = boundUsage(used.usage, body);
-    const model = storable(result.model ?? requestedModel ?? 'unknown');
     const priced =
       source === 'none'
-        ? { cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion }
+        ? this.unpriced()
         : this.deps.pricer.cost({
             provider: this.call.provider,
             model: result.model ?? null,
@@ -200,13 +199,48 @@ export class MeteredCall implements CallMeter {
             time: this.call.time,
           });
     const firstByte = this.firstByteAt ?? this.headAt;
+    return this.event(
+      status,
+      result.model ?? requestedModel,
+      requestedModel,
+      usage,
+      priced,
+      source,
+      raw,
+      firstByte,
+      endedAt,
+    );
+  }
+
+  private statusOf(outcome: { status?: number }): number {
+    return outcome.status ?? (this.status || 502);
+  }
+
+  /** What a call that used nothing costs. */
+  private unpriced(): { cost: string; unpriced: boolean; priceVersion: string } {
+    return { cost: '0.00000000', unpriced: false, priceVersion: this.deps.pricer.priceVersion };
+  }
+
+  /** The one shape of this call's event (the arguments are plain values: an event costs no
+   *  allocation beyond itself). `firstByte`: undefined when not measured (ttfbMs null). */
+  private event(
+    status: number,
+    model: string | null,
+    requestedModel: string | null,
+    usage: Usage,
+    priced: { cost: string; unpriced: boolean; priceVersion: string },
+    source: UsageSource,
+    raw: RawUsage | null,
+    firstByte: number | undefined,
+    endedAt: number,
+  ): UsageEvent {
     return {
       id: this.call.id,
       time: this.call.time.toISOString(),
       accountId: this.call.principal.accountId,
       keyId: this.call.principal.keyId,
       provider: this.call.provider,
-      model,
+      model: storable(model ?? 'unknown'),
       requestedModel: requestedModel === null ? null : storable(requestedModel),
       status,
       inputTokens: usage.inputTokens,
@@ -260,33 +294,12 @@ export class MeteredCall implements CallMeter {
     return { usage: merged, source: 'estimated' };
   }
 
-  /** An event even when building one failed: the call happened and must be counted. */
+  /** An event even when building one failed: the call happened and must be counted (as one
+   *  that used nothing). */
   private fallbackEvent(outcome: { status?: number }, endedAt: number): UsageEvent {
     const requested = safe(() => this.provider?.requestModel(this.req)) ?? null;
-    return {
-      id: this.call.id,
-      time: this.call.time.toISOString(),
-      accountId: this.call.principal.accountId,
-      keyId: this.call.principal.keyId,
-      provider: this.call.provider,
-      model: storable(requested ?? 'unknown'),
-      requestedModel: requested === null ? null : storable(requested),
-      status: outcome.status ?? (this.status || 502),
-      inputTokens: 0,
-      outputTokens: 0,
-      cachedInputTokens: 0,
-      cacheWriteTokens: 0,
-      reasoningTokens: 0,
-      cost: '0.00000000',
-      unpriced: false,
-      priceVersion: this.deps.pricer.priceVersion,
-      usageSource: 'none',
-      latencyMs: round3(endedAt - this.call.startedAt),
-      ttfbMs: null,
-      stream: this.acc !== undefined,
-      tags: this.call.tags,
-      providerCostTicks: null,
-    };
+    const status = this.statusOf(outcome);
+    return this.event(status, requested, requested, ZERO_USAGE, this.unpriced(), 'none', null, undefined, endedAt);
   }
 }
 
