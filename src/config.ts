@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { PROVIDER_SLUGS, type ProviderSlug } from './providers/types.js';
+import { PROVIDER_SLUGS, type ProviderSlug } from './providers/index.js';
 import { Secret } from './secret.js';
 import { MeterError } from './errors.js';
 

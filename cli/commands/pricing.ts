@@ -13,7 +13,7 @@ import {
   savePriceData,
   type PriceTableInfo,
 } from '../../src/pricing/price-data.js';
-import { PROVIDER_SLUGS, type ProviderSlug } from '../../src/providers/types.js';
+import { PROVIDER_SLUGS, type ProviderSlug } from '../../src/providers/index.js';
 import type { CliStore } from '../../src/admin/client.js';
 import { CliError, printJson, UsageError, withStore } from '../context.js';
 

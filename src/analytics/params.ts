@@ -4,7 +4,7 @@
  * repeated parameter names are refused too, so a typo (`day=7`) is not silently the default.
  */
 import { z } from 'zod';
-import { PROVIDER_SLUGS } from '../providers/types.js';
+import { PROVIDER_SLUGS } from '../providers/index.js';
 import { DAY_RANGE, isCalendarDay, PERIODS } from '../calendar.js';
 import { decodeCursor } from './cursor.js';
 

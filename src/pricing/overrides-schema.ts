@@ -35,7 +35,7 @@
  */
 import { z } from 'zod';
 import { parseDecimal } from './decimal.js';
-import { PROVIDER_SLUGS } from '../providers/types.js';
+import { PROVIDER_SLUGS } from '../providers/index.js';
 
 const PRICE_HELP = 'expected a non-negative decimal in USD per million tokens (a string like "0.15" or a number)';
 const PCT_HELP = 'expected a percentage from 0 to 100 (a string like "12.5" or a number)';

@@ -23,7 +23,7 @@ import {
 import { catalogueVersion, CATALOGUE_PROVIDER_ID, compileCatalogueModelStrict } from './catalogue.js';
 import { maskUrl } from '../config.js';
 import { privateDir } from '../store/private-files.js';
-import { PROVIDER_SLUGS } from '../providers/types.js';
+import { PROVIDER_SLUGS } from '../providers/index.js';
 
 export { REMOTE_DATA_JSON_URL };
 

@@ -19,7 +19,8 @@ import { together } from './together.js';
 import type { Provider, ProviderSlug } from './types.js';
 import { xai } from './xai.js';
 
-export const providers: Record<ProviderSlug, Provider> = {
+/** The providers, in the order meter lists them; their slugs (ProviderSlug) are its keys. */
+export const providers = {
   openai,
   anthropic,
   groq,
@@ -29,7 +30,10 @@ export const providers: Record<ProviderSlug, Provider> = {
   cohere,
   deepseek,
   xai,
-};
+} satisfies Record<string, Provider>;
+
+/** Every provider's slug, in the registry's order. */
+export const PROVIDER_SLUGS = Object.keys(providers) as readonly ProviderSlug[];
 
 export function getProvider(slug: string): Provider | undefined {
   return Object.hasOwn(providers, slug) ? providers[slug as ProviderSlug] : undefined;

@@ -1,16 +1,8 @@
-/** The nine providers of CONTRACT §2. Adding one: docs/architecture.md "Adding a provider". */
-export const PROVIDER_SLUGS = [
-  'openai',
-  'anthropic',
-  'groq',
-  'gemini',
-  'mistral',
-  'together',
-  'cohere',
-  'deepseek',
-  'xai',
-] as const;
-export type ProviderSlug = (typeof PROVIDER_SLUGS)[number];
+import type { providers } from './index.js';
+
+/** One of the nine providers of CONTRACT §2: a key of the registry (./index.ts). Adding one:
+ *  docs/architecture.md "Adding a provider". */
+export type ProviderSlug = keyof typeof providers;
 
 /**
  * Billed units beyond the token columns, named as @pydantic/genai-prices names them. Each is a
@@ -117,7 +109,7 @@ export interface BatchResults {
 }
 
 /** What the rest of meter knows of a provider besides reading its usage. Each lives on the
- *  provider, so a new provider is its file, its line in ./index.ts and PROVIDER_SLUGS, and fixtures. */
+ *  provider, so a new provider is its file, its line in ./index.ts, and fixtures. */
 export interface ProviderFacts {
   slug: ProviderSlug;
   /** Public base address (origin + base path), CONTRACT §2. */

@@ -7,7 +7,7 @@ import { startShippedDaemon } from '../helpers/shipped-daemon.js';
 import { backends, postgresUrl } from '../helpers/stores.js';
 import { sseEvents, startFakeUpstream, writeInPieces } from '../helpers/upstreams.js';
 import { fixture } from '../proxy/sdk-adapters.js';
-import { PROVIDER_SLUGS } from '../../src/providers/types.js';
+import { PROVIDER_SLUGS } from '../../src/providers/index.js';
 import { providerName, SCHEMA_URL } from '../../src/otel/attributes.js';
 import { startReceiver, until, type Receiver } from './receiver.js';
 import { attributeProblem, semconvAttributes, semconvMetrics } from './semconv.js';

@@ -7,7 +7,7 @@ import { describe, it, expect } from 'vitest';
 import { calcPrice, findProvider } from '@pydantic/genai-prices';
 import { CATALOGUE_PROVIDER_ID, Pricer, PRICE_CLASSES, priceTable } from '../../src/pricing/index.js';
 import type { PriceClass } from '../../src/pricing/units.js';
-import { PROVIDER_SLUGS } from '../../src/providers/types.js';
+import { PROVIDER_SLUGS } from '../../src/providers/index.js';
 import { usage } from './helpers.js';
 
 const pricer = new Pricer();

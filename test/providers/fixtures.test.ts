@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PROVIDER_SLUGS } from '../../src/providers/types.js';
+import { PROVIDER_SLUGS } from '../../src/providers/index.js';
 import { expectedOf, loadFixtures, normalise, runStream, withLineEnds } from './helpers.js';
 
 const fixtures = loadFixtures();

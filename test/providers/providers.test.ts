@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StreamFramer } from '../../src/providers/framing.js';
 import { getProvider, providers } from '../../src/providers/index.js';
-import { PROVIDER_SLUGS, type Provider, type RequestInfo } from '../../src/providers/types.js';
+import { PROVIDER_SLUGS, type Provider, type RequestInfo } from '../../src/providers/index.js';
 
 const BASES: Record<string, string> = {
   openai: 'https://api.openai.com/v1',
