@@ -54,13 +54,15 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
   private bodyDelivered = false;
   /** The response head, until the meter is given it (with the first chunk it meters). */
   private head: { status: number; headers: IncomingHttpHeaders; at: number } | undefined;
-  /** The chunk the client has and the meter has not seen yet, and when it arrived if it was
-   *  the first: metering runs one chunk behind the client, so each chunk (a stream's first
-   *  byte, a whole small answer) leaves before any metering work on it is done. */
-  private held: Buffer | undefined;
+  /** Chunks the client has and the meter has not seen yet, and when the first one arrived. The
+   *  meter sees them on the next tick, after the client's bytes: Node corks a response's socket
+   *  on each write until then, so metering at once would hold back the very bytes just written
+   *  (a stream's first byte, the chunks that arrive together). */
+  private readonly unmetered: Buffer[] = [];
+  private firstAt: number | undefined;
+  private meterQueued = false;
   /** The response head's headers, kept after the meter took the head (a stream's read-on bound). */
   private streamHeaders: IncomingHttpHeaders | undefined;
-  private heldAt: number | undefined;
   /** performance.now() when undici started writing the request upstream (0: not yet). */
   private sentAt = 0;
   /** The daemon's time before the request went out, plus handling the response head (ms). */
@@ -129,11 +131,22 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     this.meter.requestBody(this.tap?.copy());
   }
 
-  /** Request body, then head, then the chunk: the order the meter expects. */
-  private meterChunk(chunk: Buffer, at: number | undefined): void {
+  /** Request body, then head, then the chunks: the order the meter expects. */
+  private meterUnmetered(): void {
     this.meterHead();
-    this.meter.responseChunk(chunk, at);
+    const chunks = this.unmetered;
+    for (let i = 0; i < chunks.length; i++) {
+      this.meter.responseChunk(chunks[i]!, this.firstAt);
+      this.firstAt = undefined;
+    }
+    chunks.length = 0;
   }
+
+  /** The next tick's metering (queued by onResponseData): after Node's uncork sent the bytes. */
+  private readonly meterLater = (): void => {
+    this.meterQueued = false;
+    if (!this.over) this.meterUnmetered();
+  };
 
   private meterHead(): void {
     this.deliverRequestBody();
@@ -147,12 +160,7 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
     if (this.over) return;
     this.over = true;
     if (this.readOnTimer) clearTimeout(this.readOnTimer);
-    this.meterHead();
-    const held = this.held;
-    if (held) {
-      this.held = undefined;
-      this.meter.responseChunk(held, this.heldAt);
-    }
+    this.meterUnmetered();
     const outcome: CallOutcome = this.status === 0 ? { completed } : { completed, status: this.status };
     if (this.readOn) outcome.clientLeft = true;
     this.meter.end(outcome);
@@ -203,13 +211,15 @@ export class ForwardCall implements Dispatcher.DispatchHandler {
       controller.pause();
       this.res.once('drain', this.onDrain);
     }
-    const previous = this.held;
-    if (previous) this.meterChunk(previous, this.heldAt);
-    this.held = chunk;
-    this.heldAt = this.firstChunk ? chunkAt : undefined;
+    this.unmetered.push(chunk);
     if (this.firstChunk) {
       this.firstChunk = false;
+      this.firstAt = chunkAt;
       this.timings?.firstByte.observe((this.overheadMs + performance.now() - chunkAt) / 1000);
+    }
+    if (!this.meterQueued) {
+      this.meterQueued = true;
+      process.nextTick(this.meterLater); // queued after the write's uncork: the bytes leave first
     }
   }
 
