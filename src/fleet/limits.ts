@@ -67,7 +67,7 @@ export interface Budgets {
  */
 export class FleetAdmissions {
   readonly #specs = new Map<string, LimitSpec>();
-  /** The budget behind each budget limit, as last matched (for its 402's words). */
+  /** The budget behind each budget limit by its id, as last matched (for its 402's words). */
   readonly #budgets = new Map<string, MatchedBudget>();
 
   constructor(
@@ -176,7 +176,8 @@ export class FleetAdmissions {
     };
   }
 
-  /** One spec object per limit and amount, reused call after call. */
+  /** One spec object per limit and amount, reused call after call (`id` names both in memory:
+   *  the limit's key and kind are built once, when its spec is). */
   #spec(id: string, make: () => LimitSpec): LimitSpec {
     const cached = this.#specs.get(id);
     if (cached) return cached;
@@ -197,46 +198,40 @@ export class FleetAdmissions {
     id: string,
     amount: number,
   ): LimitSpec {
-    const what: FleetLimit = { kind, of, id };
-    const key = limitKey(what);
-    return this.#spec(`${key}=${amount}`, () => ({
-      key,
-      what,
-      windowStart: 0,
-      kind: 'minute',
-      amount: BigInt(amount),
-      offline: 'open',
-    }));
+    return this.#spec(`${kind}/${of}/${id}=${amount}`, () => {
+      const what: FleetLimit = { kind, of, id };
+      return { key: limitKey(what), what, windowStart: 0, kind: 'minute', amount: BigInt(amount), offline: 'open' };
+    });
   }
 
   /** The month's calls (the quota), as usage_daily counts them. */
   #monthly(accountId: string, amount: bigint, now: number): LimitSpec {
     const { start, end } = windowBounds('month', now);
-    const what: FleetLimit = { kind: 'monthly-quota', accountId };
-    const key = limitKey(what);
-    return this.#spec(`${key}@${start}=${amount}`, () => ({
-      key,
-      what,
-      windowStart: start,
-      kind: 'written',
-      amount,
-      offline: 'open',
-      used: {
-        sql: 'SELECT COALESCE(sum(requests), 0) FROM usage_daily WHERE account_id = $1 AND day >= $2::date AND day < $3::date',
-        params: [accountId, day(start), day(end)],
-      },
-    }));
+    return this.#spec(`monthly-quota/${accountId}@${start}=${amount}`, () => {
+      const what: FleetLimit = { kind: 'monthly-quota', accountId };
+      return {
+        key: limitKey(what),
+        what,
+        windowStart: start,
+        kind: 'written',
+        amount,
+        offline: 'open',
+        used: {
+          sql: 'SELECT COALESCE(sum(requests), 0) FROM usage_daily WHERE account_id = $1 AND day >= $2::date AND day < $3::date',
+          params: [accountId, day(start), day(end)],
+        },
+      };
+    });
   }
 
   /** A block budget's window, its spend in units of 1e-8 USD as the budget's exact statement reads it. */
   #budget(b: MatchedBudget): LimitSpec {
-    const what: FleetLimit = { kind: 'budget', budgetId: b.id };
-    const key = limitKey(what);
-    this.#budgets.set(key, b);
-    return this.#spec(`${key}@${b.windowStart}=${b.amountUnits}`, () => {
+    this.#budgets.set(b.id, b);
+    return this.#spec(`budget/${b.id}@${b.windowStart}=${b.amountUnits}`, () => {
+      const what: FleetLimit = { kind: 'budget', budgetId: b.id };
       const q = this.budgets.book.spendQuery(b, { start: b.windowStart, end: b.windowEnd });
       return {
-        key,
+        key: limitKey(what),
         what,
         windowStart: b.windowStart,
         kind: 'written',
@@ -262,7 +257,7 @@ export class FleetAdmissions {
       return wouldBlock.length ? { ok: true, headers, wouldBlock } : { ok: true, headers };
     }
     const lease = this.ledger.lease(v.limit);
-    const b = this.#budgets.get(v.limit.key);
+    const b = v.limit.what?.kind === 'budget' ? this.#budgets.get(v.limit.what.budgetId) : undefined;
     if (b) this.budgets.shadows?.count(b.id, 'block');
     const worst = typeof cost === 'bigint' ? cost : undefined;
     return { ...refusal(v, p, plan, b, lease, worst), headers: { ...headers, ...retry(v, lease) } };
