@@ -128,6 +128,7 @@ export const anthropic: Provider = {
   catalogueId: 'anthropic',
   focus: { name: 'Anthropic', service: 'Claude API' },
   otelName: 'anthropic',
+  errorShape: 'anthropic',
   requestModel: bodyModel,
   usageFromJson(body: unknown, req: RequestInfo): UsageResult {
     const o = obj(body);

@@ -124,6 +124,9 @@ export interface ProviderFacts {
   /** OpenTelemetry gen_ai.provider.name (and gen_ai.system): the GenAI convention's own value
    *  where it lists the provider, the slug's spelling in its style otherwise. */
   otelName: string;
+  /** The service's own errors (401, 402, 429, 502 …) on this provider's path take its SDK's
+   *  error shape, so the SDK surfaces the message (CONTRACT §3); absent: meter's envelope. */
+  errorShape?: 'anthropic';
 }
 
 export interface Provider extends ProviderFacts {

@@ -137,7 +137,9 @@ export function createProxyHandler(deps: ProxyDeps) {
     sendError(res, status, code, message, opts);
   };
   const unauthorized = (res: ServerResponse, slug: string, message: string) =>
-    refuseCall(res, 401, 'invalid_api_key', message, { shape: slug === 'anthropic' ? 'anthropic' : 'default' });
+    refuseCall(res, 401, 'invalid_api_key', message, {
+      shape: deps.targets.get(slug)?.anthropicErrors ? 'anthropic' : 'default',
+    });
 
   function forward(arrival: Arrival, principal: Principal): void | Promise<void> {
     const { req, res, url, slug } = arrival;

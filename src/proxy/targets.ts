@@ -33,7 +33,7 @@ export function buildTargets(config: Pick<Config, 'upstreams'>): Map<string, Ups
       basePath,
       baseRelative: basePath.slice(1),
       versionParent: basePath !== '' && VERSION_SEGMENT.test(last) ? basePath.slice(0, cut) : undefined,
-      anthropicErrors: slug === 'anthropic',
+      anthropicErrors: providers[slug].errorShape === 'anthropic',
     });
   }
   return targets;
