@@ -6,6 +6,7 @@
 import type { Queryable } from '../store/types.js';
 import { addDays, currentMonth, currentPeriod, dailyWindow, type Period } from '../calendar.js';
 import { integer, money, toUnits, utilizationPct, type JsonValue } from '../money.js';
+import { ACCOUNT_BUDGET_SQL } from '../budget/definitions.js';
 
 // Every window is a half-open range of UTC days, [$2, $3).
 
@@ -32,17 +33,18 @@ export async function daily(db: Queryable, accountId: string, now: Date, days: n
   return { days: rows.map((r) => ({ date: r.date, spend: money(r.spend), requests: integer(r.requests) })) };
 }
 
-/** The month's totals and the account's budget (sql/004). A hard cap counts only while the
- *  plan has one (plans.hard_cap), as `meter budget show` says. `(SELECT 1)` keeps one row. */
+/** The month's totals and the account budget (scope account, window month, zone UTC: CONTRACT
+ *  §6), however it was made. A hard cap (action block) counts only while the plan has one
+ *  (plans.hard_cap), as `meter budget show` says. `(SELECT 1)` keeps one row. */
 const SUMMARY_TOTALS_SQL = `
 SELECT coalesce((SELECT sum(spend) FROM usage_daily
                  WHERE account_id = $1 AND day >= $2::date AND day < $3::date), 0)::text AS spend,
        coalesce((SELECT sum(requests) FROM usage_daily
                  WHERE account_id = $1 AND day >= $2::date AND day < $3::date), 0)::text AS requests,
-       b.monthly_usd::text AS budget,
-       coalesce(b.hard_cap AND p.hard_cap, false) AS hard_cap
+       b.amount::text AS budget,
+       coalesce(b.action = 'block' AND p.hard_cap, false) AS hard_cap
 FROM (SELECT 1) AS one
-LEFT JOIN budgets AS b ON b.account_id = $1
+LEFT JOIN budgets AS b ON b.account_id = $1 AND ${ACCOUNT_BUDGET_SQL('b')}
 LEFT JOIN accounts AS a ON a.id = b.account_id
 LEFT JOIN plans AS p ON p.name = a.plan`;
 

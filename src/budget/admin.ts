@@ -1,13 +1,17 @@
+/**
+ * `meter budget set|show|clear`: shorthands for the account budget, the one budget of scope
+ * account, window month, zone UTC (CONTRACT §6; `meter budgets` sees it as any other). `set`
+ * changes that budget whether `budget set` or `budgets create` made it. Each write is ONE
+ * statement: CLI commands may run through a daemon's admin API, which has no transactions.
+ */
+import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../store/types.js';
-import { formatUnits, toUnits, utilizationPct } from '../money.js';
-import { currentMonth, type MonthWindow } from '../calendar.js';
+import { formatUnits, utilizationPct } from '../money.js';
+import { currentMonth } from '../calendar.js';
 import { MeterError } from '../errors.js';
 import { unknownAccount } from '../auth/accounts.js';
-
-/**
- * What `meter budget …` does to the store. Each write is ONE statement: CLI commands may run
- * through a daemon's admin API, which has no transactions.
- */
+import { ACCOUNT_BUDGET_SQL, loadAccountBudget } from './definitions.js';
+import { budgetStatus, currentWindow, readSpend } from './status.js';
 
 /** A user error: printed as one line by the CLI. */
 export class BudgetAdminError extends MeterError {
@@ -27,15 +31,21 @@ export interface BudgetView {
 
 export interface SetBudgetResult {
   plan: string;
+  /** The account budget's id (`meter budgets show <id>`). */
+  id: string;
   /** Levels fired earlier this month that are above the new utilisation and will fire again. */
   rearmed: number[];
 }
 
+const MONTH_UTC = { window: 'month', timezone: 'UTC' } as const;
+
 /**
- * Sets (or replaces) an account's monthly budget. `hardCap` undefined keeps the cap as it is (off
- * for a new budget): changing the amount must not silently turn a cap off. `--hard-cap` is
- * refused unless the plan has plans.hard_cap. Changing the budget re-arms this month's fired levels that lie above the new
- * utilisation (a raised budget alerts again at 80% of the new amount), in the same statement.
+ * Sets the account budget's amount, creating the budget (levels 50,80,100) when there is none.
+ * `hardCap` true makes its action block, false alert; undefined keeps the action as it is
+ * (alert for a new budget): changing the amount must not silently turn a cap off. Block is
+ * refused unless the plan has plans.hard_cap. Levels fired this month above the new
+ * utilisation are re-armed (a raised budget alerts again at 80% of the new amount), in the
+ * same statement.
  */
 export async function setBudget(
   db: Queryable,
@@ -44,80 +54,84 @@ export async function setBudget(
   hardCap: boolean | undefined,
   now = new Date(),
 ): Promise<SetBudgetResult> {
-  const w = currentMonth(now);
-  const [row] = await db.query<{ plan: string; plan_hard_cap: boolean; saved: number; rearmed: number[] }>(
+  const w = currentWindow(MONTH_UTC, now.getTime());
+  const [row] = await db.query<{ plan: string; id: string | null; rearmed: number[] }>(
     `WITH acct AS (
        SELECT a.id, a.plan, p.hard_cap AS plan_hard_cap FROM accounts a JOIN plans p ON p.name = a.plan WHERE a.name = $1
      ), saved AS (
-       INSERT INTO budgets (account_id, monthly_usd, hard_cap)
-       SELECT id, $2::numeric, COALESCE($3::boolean, false) FROM acct WHERE plan_hard_cap OR $3::boolean IS NOT TRUE
-       ON CONFLICT (account_id) DO UPDATE
-         SET monthly_usd = EXCLUDED.monthly_usd, hard_cap = COALESCE($3::boolean, budgets.hard_cap), updated_at = now()
-       RETURNING account_id, monthly_usd
+       INSERT INTO budgets (id, account_id, scope_kind, window_kind, timezone, amount, action)
+       SELECT $4, id, 'account', 'month', 'UTC', $2::numeric, CASE WHEN $3::boolean THEN 'block' ELSE 'alert' END
+         FROM acct WHERE plan_hard_cap OR $3::boolean IS NOT TRUE
+       ON CONFLICT (account_id) WHERE scope_kind = 'account' AND window_kind = 'month' AND timezone = 'UTC' DO UPDATE
+         SET amount = EXCLUDED.amount, updated_at = now(),
+             action = CASE WHEN $3::boolean IS NULL THEN budgets.action ELSE EXCLUDED.action END
+       RETURNING id, account_id, amount
      ), spend AS (
        SELECT COALESCE(sum(u.spend), 0) AS total FROM usage_daily u
-        WHERE u.account_id = (SELECT id FROM acct) AND u.day >= $4::date AND u.day < $5::date
+        WHERE u.account_id = (SELECT id FROM acct) AND u.day >= $5::date AND u.day < $6::date
      ), rearmed AS (
-       DELETE FROM alert_levels_fired f USING saved s, spend
-        WHERE f.account_id = s.account_id AND f.month = $6 AND f.level * s.monthly_usd > spend.total * 100
+       DELETE FROM budget_levels_fired f USING saved s, spend
+        WHERE f.budget_id = s.id AND f.window_start = $7::timestamptz AND f.level * s.amount > spend.total * 100
        RETURNING f.level
      )
-     SELECT plan, plan_hard_cap, (SELECT count(*) FROM saved)::int AS saved,
+     SELECT plan, (SELECT id FROM saved) AS id,
             COALESCE((SELECT array_agg(level::int ORDER BY level) FROM rearmed), '{}'::int[]) AS rearmed
        FROM acct`,
-    [account, monthlyUsd, hardCap ?? null, w.from, w.to, w.month],
+    [
+      account,
+      monthlyUsd,
+      hardCap ?? null,
+      randomBytes(6).toString('hex'),
+      isoDay(w.start),
+      isoDay(w.end),
+      new Date(w.start).toISOString(),
+    ],
   );
   if (!row) throw unknownAccount(account);
-  if (row.saved === 0) {
+  if (row.id === null) {
     throw new BudgetAdminError(
       `--hard-cap is not available on the ${row.plan} plan of account "${account}": ` +
         `it needs a plan with a hard cap (e.g. \`meter accounts set-plan ${account} pro\`), or set the budget without --hard-cap`,
     );
   }
-  return { plan: row.plan, rearmed: row.rearmed };
+  return { plan: row.plan, id: row.id, rearmed: row.rearmed };
 }
 
-/** The account's budget, month-to-date spend and the levels fired this month. */
+const isoDay = (t: number) => new Date(t).toISOString().slice(0, 10);
+
+/** The account budget, month-to-date spend and the levels fired this month (as `budgets show`
+ *  reads them); the spend alone when the account has no account budget. */
 export async function showBudget(db: Queryable, account: string, now = new Date()): Promise<BudgetView> {
-  const w = currentMonth(now);
-  const [row] = await db.query<{ budget: string | null; hard_cap: boolean; spend: string; fired: number[] }>(
-    `SELECT b.monthly_usd AS budget, COALESCE(b.hard_cap AND p.hard_cap, false) AS hard_cap,
-            COALESCE((SELECT sum(u.spend) FROM usage_daily u
-                      WHERE u.account_id = a.id AND u.day >= $2::date AND u.day < $3::date), 0) AS spend,
-            COALESCE((SELECT array_agg(f.level::int ORDER BY f.level) FROM alert_levels_fired f
-                      WHERE f.account_id = a.id AND f.month = $4), '{}'::int[]) AS fired
-       FROM accounts a JOIN plans p ON p.name = a.plan LEFT JOIN budgets b ON b.account_id = a.id
-      WHERE a.name = $1`,
-    [account, w.from, w.to, w.month],
-  );
-  if (!row) throw unknownAccount(account);
-  return budgetView(account, w, row);
-}
-
-function budgetView(
-  account: string,
-  w: MonthWindow,
-  row: { budget: string | null; hard_cap: boolean; spend: string; fired: number[] },
-): BudgetView {
-  const spend = toUnits(row.spend);
-  const budget = row.budget === null ? null : toUnits(row.budget);
+  const found = await loadAccountBudget(db, account);
+  if (!found) throw unknownAccount(account);
+  const month = currentMonth(now).month;
+  if (!found.def) {
+    const window = currentWindow(MONTH_UTC, now.getTime());
+    const spend = await readSpend(
+      db,
+      { accountId: found.accountId, scope: { kind: 'account', key: null, value: null } },
+      window,
+    );
+    return { account, month, budget: null, hard_cap: false, spend, utilization_pct: null, levels_fired: [] };
+  }
+  const s = await budgetStatus(db, found.def, now.getTime());
   return {
     account,
-    month: w.month,
-    budget: budget === null ? null : formatUnits(budget),
-    hard_cap: row.hard_cap,
-    spend: formatUnits(spend),
-    utilization_pct: budget === null ? null : utilizationPct(spend, budget),
-    levels_fired: row.fired,
+    month,
+    budget: found.def.amount,
+    hard_cap: found.def.action === 'block' && found.def.enforced,
+    spend: formatUnits(s.spendUnits),
+    utilization_pct: utilizationPct(s.spendUnits, found.def.amountUnits),
+    levels_fired: s.levelsFired,
   };
 }
 
-/** Removes the budget; false when the account had none. Fired levels stay: setting the same
- *  budget again must not repeat alerts already sent this month. */
+/** Deletes the account budget, and with it the levels it fired; false when there was none. */
 export async function clearBudget(db: Queryable, account: string): Promise<boolean> {
   const [row] = await db.query<{ cleared: number }>(
     `WITH acct AS (SELECT id FROM accounts WHERE name = $1),
-          cleared AS (DELETE FROM budgets WHERE account_id = (SELECT id FROM acct) RETURNING 1)
+          cleared AS (DELETE FROM budgets b WHERE b.account_id = (SELECT id FROM acct) AND ${ACCOUNT_BUDGET_SQL('b')}
+                      RETURNING 1)
      SELECT (SELECT count(*) FROM cleared)::int AS cleared FROM acct`,
     [account],
   );

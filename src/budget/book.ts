@@ -2,7 +2,7 @@
  * The budgets in force, in memory: which ones a call is subject to, with their current window,
  * answered with no I/O (the admission path and the fleet's leases ask it), and the statement
  * that gives a budget's exact window spend (the lease statement runs it). The monitor
- * (scoped-monitor.ts) replaces the definitions whenever meter_changes.version moves.
+ * (monitor.ts) replaces the definitions whenever meter_changes.version moves.
  */
 import type { WindowKind } from '../calendar.js';
 import type { BudgetDef } from './definitions.js';
@@ -26,7 +26,7 @@ export interface MatchedBudget {
   levels: number[];
   /** A block (or shadow) budget that admits a call only when its own worst case fits too. */
   strict: boolean;
-  /** The account's monthly budget (`meter budget set`; its hard cap is src/budget/hard-cap.ts). */
+  /** The account's monthly budget (`meter budget set`; isAccountBudget in definitions.ts). */
   accountBudget: boolean;
 }
 
@@ -39,9 +39,7 @@ interface Entry {
 export class BudgetBook {
   #byAccount = new Map<string, Entry[]>();
   #byId = new Map<string, Entry>();
-  /** Accounts with a budget whose action (in force) is block or shadow, other than the account budget. */
-  #gated = new Set<string>();
-  /** Accounts with any budget whose action (in force) is block or shadow, the account budget too. */
+  /** Accounts with any budget whose action (in force) is block or shadow. */
   #admitted = new Set<string>();
 
   constructor(defs: BudgetDef[] = []) {
@@ -52,7 +50,6 @@ export class BudgetBook {
   replace(defs: BudgetDef[]): void {
     const byAccount = new Map<string, Entry[]>();
     const byId = new Map<string, Entry>();
-    const gated = new Set<string>();
     const admitted = new Set<string>();
     for (const def of defs) {
       const old = this.#byId.get(def.id);
@@ -62,14 +59,10 @@ export class BudgetBook {
       let list = byAccount.get(def.accountId);
       if (!list) byAccount.set(def.accountId, (list = []));
       list.push(entry);
-      if ((def.action === 'block' && def.enforced) || def.action === 'shadow') {
-        admitted.add(def.accountId);
-        if (!def.accountBudget) gated.add(def.accountId);
-      }
+      if ((def.action === 'block' && def.enforced) || def.action === 'shadow') admitted.add(def.accountId);
     }
     this.#byAccount = byAccount;
     this.#byId = byId;
-    this.#gated = gated;
     this.#admitted = admitted;
   }
 
@@ -86,12 +79,6 @@ export class BudgetBook {
    *  (NUMERIC as text; src/budget/spend.ts). */
   spendQuery(budget: Pick<MatchedBudget, 'accountId' | 'scope'>, window: SpendWindow): SpendStatement {
     return spendQuery(budget.accountId, budget.scope, window);
-  }
-
-  /** true when the account has a block (in force) or shadow budget besides the account budget:
-   *  its calls need the admission gate (budget/gate.ts). */
-  gated(accountId: string): boolean {
-    return this.#gated.has(accountId);
   }
 
   /** true when a call of the account needs admission by its budgets: a block (in force) or

@@ -1,15 +1,14 @@
 /**
- * Alerts of the scoped budgets (every budget but the account budget, whose levels monitor.ts
- * fires into alert_levels_fired as before): each level fires once per budget and window across
- * every sidecar, the primary key of budget_levels_fired deciding, and the deliveries are queued
- * by the same statement, so a sidecar that loses the race queues nothing.
+ * Alerts of every budget, the account budget included: each level fires once per budget and
+ * window across every sidecar, the primary key of budget_levels_fired deciding, and the
+ * deliveries are queued by the same statement, so a sidecar that loses the race queues nothing.
  */
-import type { BudgetRef, TopModel, TopTag } from '../alerts/alert.js';
+import type { BudgetRef } from '../alerts/alert.js';
 import { isoInZone } from '../calendar.js';
 import type { Queryable } from '../store/types.js';
-import { composeAlert } from './compose-alert.js';
+import { composeAlert, readTop } from './compose-alert.js';
 import type { BudgetDef } from './definitions.js';
-import { topQueries, type SpendWindow } from './spend.js';
+import type { SpendWindow } from './spend.js';
 
 export function budgetRef(def: BudgetDef, w: SpendWindow): BudgetRef {
   return {
@@ -25,7 +24,7 @@ export function budgetRef(def: BudgetDef, w: SpendWindow): BudgetRef {
 const day = (t: number) => new Date(t).toISOString().slice(0, 10);
 
 /**
- * Fires `level` of a scoped budget for window `w` at `spend` (decimal text); false when it was
+ * Fires `level` of a budget for window `w` at `spend` (decimal text); false when it was
  * fired already (here or by another sidecar) or the budget changed meanwhile (its amount or
  * levels are no longer those the level was computed from).
  */
@@ -38,11 +37,7 @@ export async function fireBudgetLevel(
   now: Date,
 ): Promise<{ fired: boolean; queued: number; eventId: string }> {
   // The payload's top models and tags: those of the budget's scope over its window.
-  const q = topQueries(def.accountId, def.scope, w);
-  const top = {
-    models: await db.query<TopModel>(q.models.sql, q.models.params),
-    tags: await db.query<TopTag>(q.tags.sql, q.tags.params),
-  };
+  const top = await readTop(db, def.accountId, def.scope, w);
   const alert = await composeAlert(db, {
     type: 'budget.threshold',
     accountId: def.accountId,
@@ -63,7 +58,7 @@ export async function fireBudgetLevel(
     `WITH fired AS (
        INSERT INTO budget_levels_fired (budget_id, window_start, level, event_id, spend, amount)
        SELECT $1, $2::timestamptz, $3::smallint, $4::uuid, $5::numeric, $6::numeric
-        WHERE EXISTS (SELECT 1 FROM scoped_budgets
+        WHERE EXISTS (SELECT 1 FROM budgets
                        WHERE id = $1 AND amount = $6::numeric AND $3::smallint = ANY (levels))
        ON CONFLICT DO NOTHING
        RETURNING event_id

@@ -3,7 +3,8 @@ import type { BudgetAlert, BudgetRef, TopModel, TopTag } from '../alerts/alert.j
 import type { Queryable } from '../store/types.js';
 import { normaliseUsd, toUnits, utilizationPct } from '../money.js';
 import type { MonthWindow } from '../calendar.js';
-import { topModels, topTags } from './queries.js';
+import type { Scope } from './scope.js';
+import { topQueries, type SpendWindow } from './spend.js';
 
 export interface AlertFacts {
   type: BudgetAlert['type'];
@@ -23,10 +24,17 @@ export interface AlertFacts {
 
 /** The alert a channel receives: the figures plus the top models and tags. */
 export async function composeAlert(db: Queryable, f: AlertFacts): Promise<BudgetAlert> {
-  const { models, tags } = f.top ?? {
-    models: await topModels(db, f.accountId, f.window),
-    tags: await topTags(db, f.accountId, f.window),
-  };
+  const { models, tags } =
+    f.top ??
+    (await readTop(
+      db,
+      f.accountId,
+      { kind: 'account', key: null, value: null },
+      {
+        start: Date.parse(`${f.window.from}T00:00:00Z`),
+        end: Date.parse(`${f.window.to}T00:00:00Z`),
+      },
+    ));
   return {
     id: randomUUID(),
     type: f.type,
@@ -40,5 +48,19 @@ export async function composeAlert(db: Queryable, f: AlertFacts): Promise<Budget
     top_tags: tags.map((t) => ({ ...t, spend: normaliseUsd(t.spend) })),
     created_at: f.createdAt.toISOString(),
     ...(f.budgetRef && { budget_ref: f.budgetRef }),
+  };
+}
+
+/** What a budget's spend over `w` was made of: its five costliest models and tag values. */
+export async function readTop(
+  db: Queryable,
+  accountId: string,
+  scope: Scope,
+  w: SpendWindow,
+): Promise<{ models: TopModel[]; tags: TopTag[] }> {
+  const q = topQueries(accountId, scope, w);
+  return {
+    models: await db.query<TopModel>(q.models.sql, q.models.params),
+    tags: await db.query<TopTag>(q.tags.sql, q.tags.params),
   };
 }

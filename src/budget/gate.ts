@@ -11,7 +11,7 @@ import { formatUnits, toUnits } from '../money.js';
 import type { MatchedBudget } from './book.js';
 import { scopeText } from './scope.js';
 import type { WorstCost } from './worst-case.js';
-import type { ScopedBudgetMonitor } from './scoped-monitor.js';
+import type { BudgetMonitor } from './monitor.js';
 
 interface Held {
   budgets: string[];
@@ -27,7 +27,7 @@ export class ShadowGate {
   /** Per budget: ended calls whose cost the monitor's last read did not show. */
   readonly #unseen = new Map<string, Map<string, { time: string; units: bigint }>>();
 
-  constructor(private readonly monitor: ScopedBudgetMonitor) {}
+  constructor(private readonly monitor: BudgetMonitor) {}
 
   /**
    * The shadow budgets among `budgets` that would refuse the call as a block budget of the same

@@ -5,47 +5,25 @@ import type { UsageEvent } from '../metering/event.js';
 import { toUnits } from '../money.js';
 import { BudgetMonitor, type BudgetMonitorOptions } from './monitor.js';
 import { ShadowGate } from './gate.js';
-import { ScopedBudgetMonitor, type ScopedMonitorOptions } from './scoped-monitor.js';
 
-export { BudgetMonitor, type BudgetSnapshot } from './monitor.js';
+export { BudgetMonitor } from './monitor.js';
 export { DEFAULT_WORST_OUTPUT_TOKENS, maxOutputTokens, worstCaseUnits } from './worst-case.js';
 export { BudgetBook, type MatchedBudget } from './book.js';
 export { ShadowGate, refusalMessage } from './gate.js';
-export { ScopedBudgetMonitor } from './scoped-monitor.js';
 
-/** Both monitors re-read every served account's budgets this often whatever the pulses found. */
+/** The monitor re-reads every served account's budgets this often whatever the pulses found. */
 const SWEEP_MS = 30_000;
 
-/** What both monitors take from the pulse: the sweep, and the accounts it serves (none given:
- *  every account, as a monitor standing alone in tests). */
-const pulsed = (changes: ChangeWatcher | undefined) => ({
-  sweepMs: SWEEP_MS,
-  served: changes && (() => changes.served.list()),
-});
-
-/** The account budget's alert levels (monitor.ts): what the pulse says moved, and a sweep. Without
- *  a change watcher (tests), every account at every sweep. */
+/** Every budget's spend and alerts (monitor.ts): what the pulse says moved, and a sweep of the
+ *  accounts the pulse says this sidecar serves. Without a change watcher (tests), every account. */
 export function createBudgetMonitor(
   ctx: DaemonContext,
   changes?: ChangeWatcher,
   opts: Partial<BudgetMonitorOptions> = {},
 ): BudgetMonitor {
-  const monitor = new BudgetMonitor(ctx.store, ctx.logger.child({ component: 'budget' }), {
-    ...pulsed(changes),
-    ...opts,
-  });
-  changes?.onPulse((p) => monitor.pulse(p));
-  return monitor;
-}
-
-/** Every budget's spend and alerts (scoped-monitor.ts), the same way. */
-export function createScopedMonitor(
-  ctx: DaemonContext,
-  changes?: ChangeWatcher,
-  opts: Partial<ScopedMonitorOptions> = {},
-): ScopedBudgetMonitor {
-  const monitor = new ScopedBudgetMonitor(ctx.store, ctx.logger.child({ component: 'budgets' }), {
-    ...pulsed(changes),
+  const monitor = new BudgetMonitor(ctx.store, ctx.logger.child({ component: 'budgets' }), {
+    sweepMs: SWEEP_MS,
+    served: changes && (() => changes.served.list()),
     ...opts,
   });
   changes?.onPulse((p) => monitor.pulse(p));
@@ -69,7 +47,7 @@ export function createScopedMonitor(
  *  every budget (block ones are counted by the fleet's admission) for /metrics. */
 export function createShadowGate(
   ctx: DaemonContext,
-  monitor: ScopedBudgetMonitor,
+  monitor: BudgetMonitor,
   metering: { observe(listener: (e: UsageEvent) => void): void },
 ): ShadowGate {
   const gate = new ShadowGate(monitor);
@@ -87,14 +65,14 @@ export function createShadowGate(
 }
 
 /**
- * Alerts within a flush interval of this sidecar's own calls (other sidecars' reach the monitors
- * with the pulse): after each batch the writer committed, the monitors hear what this sidecar
- * metered per account since the last batch, and read again at once the budgets it takes to a
+ * Alerts within a flush interval of this sidecar's own calls (other sidecars' reach the monitor
+ * with the pulse): after each batch the writer committed, the monitor hears what this sidecar
+ * metered per account since the last batch, and reads again at once the budgets it takes to a
  * level not fired yet; a level fired wakes the alert deliverer at once.
  */
 export function alertPromptly(
   metering: { observe(listener: (e: UsageEvent) => void): void; writer: { onWritten(listener: () => void): void } },
-  monitors: { nudge(costs: ReadonlyMap<string, bigint>): Promise<unknown>; onFired: (() => void) | undefined }[],
+  monitor: { nudge(costs: ReadonlyMap<string, bigint>): Promise<unknown>; onFired: (() => void) | undefined },
   deliverer: { wake(): void },
   logger: Pick<Logger, 'warn'>,
 ): void {
@@ -107,8 +85,7 @@ export function alertPromptly(
     if (costs.size === 0) return;
     const batch = costs;
     costs = new Map();
-    for (const m of monitors)
-      m.nudge(batch).catch((err: Error) => logger.warn({ err: err.message }, 'budgets: a prompt re-read failed'));
+    monitor.nudge(batch).catch((err: Error) => logger.warn({ err: err.message }, 'budgets: a prompt re-read failed'));
   });
-  for (const m of monitors) m.onFired = () => deliverer.wake();
+  monitor.onFired = () => deliverer.wake();
 }

@@ -50,9 +50,13 @@ function scopeFilter(scope: Scope, raw: boolean, p: string): string {
 
 const iso = (t: number) => new Date(t).toISOString();
 
+/** The account scope over whole UTC days: the daily rollups hold it exactly. */
+const wholeDays = (scope: Scope, w: SpendWindow) =>
+  scope.kind === 'account' && w.start % DAY === 0 && w.end % DAY === 0;
+
 /** The statement giving the spend of `scope` of `accountId` over `w`. */
 export function spendQuery(accountId: string, scope: Scope, w: SpendWindow): SpendStatement {
-  if (scope.kind === 'account' && w.start % DAY === 0 && w.end % DAY === 0) {
+  if (wholeDays(scope, w)) {
     return {
       sql: `SELECT coalesce(sum(spend), 0)::text AS spend FROM usage_daily
              WHERE account_id = $1::uuid AND day >= $2::date AND day < $3::date`,
@@ -98,6 +102,18 @@ export function topQueries(
   scope: Scope,
   w: SpendWindow,
 ): { models: SpendStatement; tags: SpendStatement } {
+  if (wholeDays(scope, w)) {
+    // As the spend: the daily rollups (the account budget's month, `meter alerts test`).
+    const days = [accountId, iso(w.start).slice(0, 10), iso(w.end).slice(0, 10)];
+    const daily = (table: string, columns: string, group: string) =>
+      `SELECT ${columns}, sum(spend)::text AS spend, sum(requests)::text AS requests FROM ${table}
+        WHERE account_id = $1::uuid AND day >= $2::date AND day < $3::date
+        GROUP BY ${group} ORDER BY sum(spend) DESC, ${group} LIMIT 5`;
+    return {
+      models: { sql: daily('usage_daily', 'provider, model', 'provider, model'), params: days },
+      tags: { sql: daily('usage_tag_daily', 'tag_key AS key, tag_value AS value', 'tag_key, tag_value'), params: days },
+    };
+  }
   const from = Math.ceil(w.start / QUARTER_HOUR) * QUARTER_HOUR;
   const to = Math.max(from, Math.floor(w.end / QUARTER_HOUR) * QUARTER_HOUR);
   // $1 account, $2 $3 the window, then the scope's value and key, then the whole buckets.

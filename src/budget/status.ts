@@ -26,9 +26,6 @@ export interface BudgetStatus {
 export const currentWindow = (def: Pick<BudgetDef, 'window' | 'timezone'>, now: number): SpendWindow =>
   windowBounds(def.window, now, 0, def.timezone);
 
-/** The month key of the account budget's alert_levels_fired rows ('YYYY-MM', UTC). */
-export const monthKey = (w: SpendWindow) => new Date(w.start).toISOString().slice(0, 7);
-
 export function stateOf(def: BudgetDef, spendUnits: bigint): BudgetState {
   const full = spendUnits >= def.amountUnits;
   if (full && def.action === 'block' && def.enforced) return 'blocked';
@@ -36,21 +33,20 @@ export function stateOf(def: BudgetDef, spendUnits: bigint): BudgetState {
   return def.levels.some((l) => reached(spendUnits, def.amountUnits, l)) ? 'alerting' : 'ok';
 }
 
-/** Levels fired in the window: alert_levels_fired for the account budget, else budget_levels_fired. */
-export async function firedLevels(db: Queryable, def: BudgetDef, w: SpendWindow): Promise<number[]> {
-  const rows = def.accountBudget
-    ? await db.query<{ level: number }>(
-        `SELECT level::int AS level FROM alert_levels_fired WHERE account_id = $1::uuid AND month = $2 ORDER BY level`,
-        [def.accountId, monthKey(w)],
-      )
-    : await db.query<{ level: number }>(
-        `SELECT level::int AS level FROM budget_levels_fired WHERE budget_id = $1 AND window_start = $2::timestamptz ORDER BY level`,
-        [def.id, new Date(w.start).toISOString()],
-      );
+/** Levels of a budget fired in the window. */
+export async function firedLevels(db: Queryable, def: Pick<BudgetDef, 'id'>, w: SpendWindow): Promise<number[]> {
+  const rows = await db.query<{ level: number }>(
+    `SELECT level::int AS level FROM budget_levels_fired WHERE budget_id = $1 AND window_start = $2::timestamptz ORDER BY level`,
+    [def.id, new Date(w.start).toISOString()],
+  );
   return rows.map((r) => Number(r.level));
 }
 
-export async function readSpend(db: Queryable, def: BudgetDef, w: SpendWindow): Promise<string> {
+export async function readSpend(
+  db: Queryable,
+  def: Pick<BudgetDef, 'accountId' | 'scope'>,
+  w: SpendWindow,
+): Promise<string> {
   const { sql, params } = spendQuery(def.accountId, def.scope, w);
   const [row] = await db.query<{ spend: string }>(sql, params);
   return formatUnits(toUnits(row?.spend ?? '0'));

@@ -1,6 +1,6 @@
 /**
  * The `reconciliation.drift` alert: once per provider, scope and month across every sidecar (the
- * primary key of reconcile_alerts_fired decides, as alert_levels_fired does for budgets), when the
+ * primary key of reconcile_alerts_fired decides, as budget_levels_fired does for budgets), when the
  * month's stored difference passes METER_RECONCILE_ALERT_PCT. It goes through the existing
  * outbox to the channels of the account reconciled; an organisation-wide drift goes to the
  * channels of every account that called the provider that month (their calls make meter's side).

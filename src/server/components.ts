@@ -1,7 +1,7 @@
 import { createAlertDeliverer } from '../alerts/index.js';
 import { KeyCache } from '../auth/cache.js';
 import { analyticsComponent } from '../analytics/index.js';
-import { alertPromptly, createBudgetMonitor, createScopedMonitor, createShadowGate } from '../budget/index.js';
+import { alertPromptly, createBudgetMonitor, createShadowGate } from '../budget/index.js';
 import type { DaemonContext, StartComponent } from '../component.js';
 import { createFleet, type LedgerOptions } from '../fleet/index.js';
 import { ChangeWatcher } from '../pulse/changes.js';
@@ -42,10 +42,9 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(plans.component);
   // The accounts this sidecar serves: the pulse probes only theirs for new events.
   metering.observe((event) => changes.served.touch(event.accountId));
-  // The account budget's alert levels (the monthly budget of `meter budget set`).
-  const budget = await start(createBudgetMonitor(ctx, changes));
-  // Every budget (any scope, window and zone): spend and alerts; shadow budgets' would-be refusals.
-  const budgets = await start(createScopedMonitor(ctx, changes));
+  // Every budget (any scope, window and zone; the account budget is one): spend and alerts;
+  // shadow budgets' would-be refusals.
+  const budgets = await start(createBudgetMonitor(ctx, changes));
   const shadows = createShadowGate(ctx, budgets, metering);
   // The fleet's limits (rate limits, quota, block budgets) as leases; it stops after the proxy,
   // so every slice goes back once the calls in flight have ended.
@@ -76,12 +75,12 @@ export async function composeDaemon(ctx: DaemonContext, start: StartComponent, o
   await start(aggregateRefresher(ctx));
   const deliverer = await start(createAlertDeliverer(ctx, changes));
   // Levels crossed by this sidecar's own calls fire as soon as their events are written.
-  alertPromptly(metering, [budget, budgets], deliverer, ctx.logger);
+  alertPromptly(metering, budgets, deliverer, ctx.logger);
   // Reconciliation against the providers' own reports, daily, when an admin key is set.
   await start(reconcileJob(ctx));
   // Customer billing: what is due derived from stored usage and sent to Stripe or CloudEvents.
   await start(billingComponent(ctx));
-  return { metering, plans, budget, budgets, shadows, fleet };
+  return { metering, plans, budgets, shadows, fleet };
 }
 
 /** The daemon as shipped (meter start). */

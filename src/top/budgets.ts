@@ -1,6 +1,7 @@
 /** `meter top`'s view of the account's budgets (`meter budgets list`), as the frame draws them. */
 import { scopeText, type ScopeKind } from '../budget/scope.js';
 import type { BudgetView } from '../budget/status.js';
+import { isAccountBudget } from '../budget/definitions.js';
 import { formatUnits, toUnits } from '../money.js';
 
 export type { BudgetView } from '../budget/status.js';
@@ -24,7 +25,7 @@ export interface TopBudget {
 
 export const topBudget = (b: BudgetView): TopBudget => ({
   id: b.id,
-  account_budget: b.id.startsWith('acct_'),
+  account_budget: isAccountBudget(b),
   scope: scopeText({ kind: b.scope.kind as ScopeKind, key: b.scope.key, value: b.scope.value }),
   window: b.window,
   timezone: b.timezone,

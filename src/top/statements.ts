@@ -11,6 +11,7 @@
  */
 
 import type { BudgetView } from '../budget/status.js';
+import { ACCOUNT_BUDGET_SQL } from '../budget/definitions.js';
 
 export type ParamKind = 'uuid' | 'date' | 'month' | 'text' | 'int' | 'uuid[]';
 
@@ -39,13 +40,14 @@ export const TOP_STATEMENTS = {
   /** The month's spend and calls, budget, hard cap, levels fired, and the database's clock. */
   'top.month': {
     sql: `SELECT coalesce(m.spend, 0)::text AS spend, coalesce(m.requests, 0)::text AS requests,
-       b.monthly_usd::text AS budget, coalesce(b.hard_cap AND p.hard_cap, false) AS hard_cap,
-       coalesce((SELECT array_agg(f.level::int ORDER BY f.level) FROM alert_levels_fired f
-                 WHERE f.account_id = a.id AND f.month = $4), '{}'::int[]) AS levels_fired,
+       b.amount::text AS budget, coalesce(b.action = 'block' AND p.hard_cap, false) AS hard_cap,
+       coalesce((SELECT array_agg(f.level::int ORDER BY f.level) FROM budget_levels_fired f
+                 WHERE f.budget_id = b.id AND f.window_start = ($4::text || '-01')::timestamp AT TIME ZONE 'UTC'),
+                '{}'::int[]) AS levels_fired,
        ${micros('clock_timestamp()')} AS db_now_us
 FROM accounts a
 JOIN plans p ON p.name = a.plan
-LEFT JOIN budgets b ON b.account_id = a.id
+LEFT JOIN budgets b ON b.account_id = a.id AND ${ACCOUNT_BUDGET_SQL('b')}
 CROSS JOIN (SELECT sum(spend) AS spend, sum(requests) AS requests FROM usage_daily WHERE ${MONTH_DAYS}) m
 WHERE a.id = $1::uuid`,
     params: ['uuid', 'date', 'date', 'month'],

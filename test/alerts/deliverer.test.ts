@@ -31,7 +31,7 @@ describeEachBackend('alert outbox deliverer', (backend) => {
     await setBudgetRow(db, acct, '100');
     const channel = await addWebhook(db, acct, url);
     await seedSpend(db, acct, '2026-11-14', spend);
-    const fired = await new BudgetMonitor(db, silentLogger, { sweepMs: 50, now }).refresh();
+    const fired = await new BudgetMonitor(db, silentLogger, { sweepMs: 50, now: () => now().getTime() }).refresh();
     return { acct, channel, fired };
   }
   const fast = (retry: Partial<typeof DEFAULT_RETRY_POLICY>) =>

@@ -31,7 +31,7 @@ const call = {
 
 describe('BudgetBook', () => {
   const book = new BudgetBook([
-    def('acct_a1', 'account', { accountBudget: true, window: 'month', timezone: 'UTC' }),
+    def('monthly', 'account', { accountBudget: true, window: 'month', timezone: 'UTC' }),
     def('tag', 'tag:tenant=globex', { action: 'block' }),
     def('othertag', 'tag:tenant=initech'),
     def('key', 'key:aaaaaaaaaaaa'),
@@ -45,7 +45,7 @@ describe('BudgetBook', () => {
 
   it('gives every budget whose scope matches, with its window in its zone', () => {
     const matched = book.matching(call, now);
-    expect(matched.map((m) => m.id)).toEqual(['acct_a1', 'tag', 'key', 'model', 'downgraded']);
+    expect(matched.map((m) => m.id)).toEqual(['monthly', 'tag', 'key', 'model', 'downgraded']);
     const tag = matched.find((m) => m.id === 'tag')!;
     expect([new Date(tag.windowStart).toISOString(), new Date(tag.windowEnd).toISOString()]).toEqual([
       '2026-03-30T18:30:00.000Z',
@@ -61,10 +61,10 @@ describe('BudgetBook', () => {
     expect(book.matching({ ...call, accountId: 'zz' }, now)).toEqual([]);
   });
 
-  it('knows which accounts need the admission gate', () => {
-    expect(book.gated('a1')).toBe(true);
-    expect(book.gated('a2')).toBe(false);
-    expect(new BudgetBook([def('x', 'account', { action: 'block', enforced: false })]).gated('a1')).toBe(false);
+  it('knows which accounts need admission by their budgets', () => {
+    expect(book.admits('a1')).toBe(true);
+    expect(book.admits('a2')).toBe(false);
+    expect(new BudgetBook([def('x', 'account', { action: 'block', enforced: false })]).admits('a1')).toBe(false);
   });
 
   it('a model scope covers dated snapshots only', () => {

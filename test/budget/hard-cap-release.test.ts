@@ -1,6 +1,5 @@
 import { beforeAll, expect, it } from 'vitest';
 import { BudgetBook } from '../../src/budget/book.js';
-import { accountBudgetId } from '../../src/budget/definitions.js';
 import { ACCOUNT_SCOPE } from '../../src/budget/scope.js';
 import { FleetAdmissions, FleetLedger, OverrideBook } from '../../src/fleet/index.js';
 import { PlanBook } from '../../src/plans/index.js';
@@ -66,7 +65,7 @@ beforeAll(async () => {
   // The account's monthly budget of $10 with the hard cap, as `meter budget set` makes it.
   const book = new BudgetBook([
     {
-      id: accountBudgetId(accountId),
+      id: 'a1b2c3d4e5f6',
       accountId,
       account: proxy.account,
       scope: ACCOUNT_SCOPE,

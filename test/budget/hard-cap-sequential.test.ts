@@ -90,7 +90,8 @@ describeEachBackend('the hard cap, calls one after another', (backend) => {
       async () => {
         const rows = await db.query<{ name: string; spend: string; fired: number[] }>(
           `SELECT a.name, coalesce((SELECT sum(spend) FROM usage_daily u WHERE u.account_id = a.id), 0)::text AS spend,
-                coalesce((SELECT array_agg(level::int ORDER BY level) FROM alert_levels_fired f WHERE f.account_id = a.id), '{}') AS fired
+                coalesce((SELECT array_agg(level::int ORDER BY level) FROM budget_levels_fired f JOIN budgets b ON b.id = f.budget_id
+                          WHERE b.account_id = a.id), '{}') AS fired
            FROM accounts a`,
         );
         last = rows;

@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from 'vitest';
 import { DEFAULT_DELIVERER_OPTIONS, AlertDeliverer } from '../../src/alerts/deliverer.js';
-import { setBudget } from '../../src/budget/admin.js';
+import { setBudget, showBudget } from '../../src/budget/admin.js';
 import { BudgetMonitor } from '../../src/budget/monitor.js';
 import type { Db } from '../../src/store/types.js';
 import { httpReceiver, type HttpReceiver } from '../alerts/helpers/receivers.js';
@@ -10,8 +10,9 @@ import { addWebhook, createAccount, seedSpend, setBudgetRow, silentLogger } from
 describeEachBackend('budget monitor', (backend) => {
   let db: Db;
   let now = new Date('2026-11-10T12:00:00Z');
-  const clock = () => now;
+  const clock = () => now.getTime();
   let acct: string;
+  let id: string;
   let rx: HttpReceiver;
   const monitor = () => new BudgetMonitor(db, silentLogger, { sweepMs: 50, now: clock });
   const deliverAll = async () => {
@@ -19,11 +20,13 @@ describeEachBackend('budget monitor', (backend) => {
     await d.deliverDue();
   };
   const levelsReceived = () => rx.received.map((r) => (JSON.parse(r.body) as { level: number }).level);
+  const fired = async (m: BudgetMonitor) => (await m.refresh()).map(({ account, level }) => ({ account, level }));
+  const show = (account: string) => showBudget(db, account, now);
 
   beforeAll(async () => {
     db = await backend.open();
     acct = await createAccount(db, 'jump');
-    await setBudgetRow(db, acct, '100');
+    id = await setBudgetRow(db, acct, '100');
     rx = await httpReceiver();
     await addWebhook(db, acct, `${rx.url}/hook`);
   });
@@ -31,7 +34,7 @@ describeEachBackend('budget monitor', (backend) => {
   it('one jump from 0 to 120% fires 50, 80 and 100 in order, once each', async () => {
     const m = monitor();
     expect(await m.refresh()).toEqual([]);
-    expect(m.monthToDateSpend(acct)).toBe('0');
+    expect(m.spendOf(id, clock())).toBe(0n);
     // Spend as the writer's rollups would hold it; last month's does not count.
     await seedSpend(db, acct, '2026-10-31', '1000');
     await seedSpend(db, acct, '2026-11-02', '100.25', { model: 'gpt-4o', requests: 40, tags: { team: 'search' } });
@@ -41,14 +44,15 @@ describeEachBackend('budget monitor', (backend) => {
       requests: 3,
       tags: { team: 'ads' },
     });
-    expect(await m.refresh()).toEqual([50, 80, 100].map((level) => ({ account: 'jump', level })));
-    expect(m.monthToDateSpend(acct)).toBe('120.5');
-    expect(m.budgetOf(acct)).toMatchObject({
+    expect(await fired(m)).toEqual([50, 80, 100].map((level) => ({ account: 'jump', level })));
+    expect(m.spendOf(id, clock())).toBe(12_050_000_000n);
+    expect(await show('jump')).toMatchObject({
       account: 'jump',
       month: '2026-11',
       budget: '100',
-      hardCap: false,
-      levelsFired: [50, 80, 100],
+      hard_cap: false,
+      spend: '120.5',
+      levels_fired: [50, 80, 100],
     });
     expect(await m.refresh()).toEqual([]);
 
@@ -60,6 +64,10 @@ describeEachBackend('budget monitor', (backend) => {
       type: 'budget.threshold',
       account: 'jump',
       month: '2026-11',
+      budget_id: id,
+      scope: { kind: 'account', key: null, value: null },
+      window: 'month',
+      timezone: 'UTC',
       level: 100,
       spend: 120.5,
       budget: 100,
@@ -83,12 +91,12 @@ describeEachBackend('budget monitor', (backend) => {
 
   it('raising the budget mid-month re-arms the levels above the new utilisation', async () => {
     // 120.5 of 200 is 60.25%: 80 and 100 fire again when reached, 50 stays fired.
-    expect(await setBudget(db, 'jump', '200', false, now)).toEqual({ plan: 'pro', rearmed: [80, 100] });
+    expect(await setBudget(db, 'jump', '200', false, now)).toEqual({ plan: 'pro', id, rearmed: [80, 100] });
     const m = monitor();
     expect(await m.refresh()).toEqual([]);
-    expect(m.budgetOf(acct)?.levelsFired).toEqual([50]);
+    expect((await show('jump')).levels_fired).toEqual([50]);
     await seedSpend(db, acct, '2026-11-09', '50'); // 170.5 of 200: 85.25%
-    expect(await m.refresh()).toEqual([{ account: 'jump', level: 80 }]);
+    expect(await fired(m)).toEqual([{ account: 'jump', level: 80 }]);
     await deliverAll();
     expect(levelsReceived()).toEqual([50, 80, 100, 80]);
     expect(JSON.parse(rx.received[3]!.body)).toMatchObject({
@@ -103,9 +111,9 @@ describeEachBackend('budget monitor', (backend) => {
     now = new Date('2026-12-01T00:00:05Z');
     const m = monitor();
     expect(await m.refresh()).toEqual([]);
-    expect(m.budgetOf(acct)).toMatchObject({ month: '2026-12', spend: '0', levelsFired: [] });
+    expect(await show('jump')).toMatchObject({ month: '2026-12', spend: '0', levels_fired: [] });
     await seedSpend(db, acct, '2026-12-01', '100');
-    expect(await m.refresh()).toEqual([{ account: 'jump', level: 50 }]);
+    expect(await fired(m)).toEqual([{ account: 'jump', level: 50 }]);
     await deliverAll();
     expect(JSON.parse(rx.received.at(-1)!.body)).toMatchObject({ month: '2026-12', level: 50, spend: 100 });
   });
@@ -113,11 +121,14 @@ describeEachBackend('budget monitor', (backend) => {
   it('tracks only budgeted accounts; the hard cap flag needs a plan that has it', async () => {
     const free = await createAccount(db, 'freebie', 'free');
     const none = await createAccount(db, 'no-budget', 'pro');
-    await setBudgetRow(db, free, '10', true); // as if set before a downgrade to Free
+    const capped = await setBudgetRow(db, free, '10', true); // as if set before a downgrade to Free
     await seedSpend(db, none, '2026-12-01', '5');
     const m = monitor();
     await m.refresh();
-    expect(m.budgetOf(free)).toMatchObject({ hardCap: false, spend: '0', budgetUnits: 1_000_000_000n });
-    expect(m.monthToDateSpend(none)).toBeUndefined();
+    expect(m.book.get(capped)).toMatchObject({ action: 'block', enforced: false, amountUnits: 1_000_000_000n });
+    expect(m.spendOf(capped, clock())).toBe(0n);
+    expect(await show('freebie')).toMatchObject({ budget: '10', hard_cap: false, spend: '0' });
+    expect(m.book.of(none)).toEqual([]);
+    expect(await show('no-budget')).toMatchObject({ budget: null, spend: '5' });
   });
 });

@@ -7,8 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { createAlertDeliverer } from '../../src/alerts/index.js';
 import { createBudget, updateBudget } from '../../src/budget/budgets-admin.js';
-import { createScopedMonitor } from '../../src/budget/index.js';
-import { ScopedBudgetMonitor } from '../../src/budget/scoped-monitor.js';
+import { createBudgetMonitor } from '../../src/budget/index.js';
+import { BudgetMonitor } from '../../src/budget/monitor.js';
 import { ChangeWatcher } from '../../src/pulse/changes.js';
 import { parseScope } from '../../src/budget/scope.js';
 import type { Compose } from '../../src/component.js';
@@ -35,7 +35,7 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
     const factories: Compose = async (ctx, start) => {
       const changes = new ChangeWatcher(ctx.store, silentLogger, 50);
       changes.served.touch(acct);
-      await start(createScopedMonitor(ctx, changes));
+      await start(createBudgetMonitor(ctx, changes));
       await start(createAlertDeliverer(ctx, changes, { pollMs: 20 }));
       await start(changes);
     };
@@ -120,7 +120,7 @@ describe.skipIf(!postgresUrl)('alerts of budgets of any scope', () => {
       makeEvent({ accountId: acct, time: '2026-11-02T05:00:00.000Z', cost: '0.6' }), // 2 November
     ]);
     let now = Date.parse('2026-11-01T12:00:00Z');
-    const monitor = new ScopedBudgetMonitor(db, silentLogger, { sweepMs: 30_000, now: () => now });
+    const monitor = new BudgetMonitor(db, silentLogger, { sweepMs: 30_000, now: () => now });
     // The pulses the daemon would hear: after a change (budget updated), and with nothing new.
     const pulse = (changed: boolean) => monitor.pulse({ changed, dirty: new Set(), alertsDue: false });
     await pulse(true);

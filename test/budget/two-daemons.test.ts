@@ -54,7 +54,7 @@ describe.skipIf(!postgresUrl)('budgets and alerts with two daemons on one Postgr
       expect(a.received.map((r) => r.headers['meter-event-id'])).toEqual(
         b.received.map((r) => r.headers['meter-event-id']),
       );
-      const fired = await db.query<{ level: number }>('SELECT level FROM alert_levels_fired ORDER BY level');
+      const fired = await db.query<{ level: number }>('SELECT level FROM budget_levels_fired ORDER BY level');
       expect(fired.map((f) => f.level)).toEqual([50, 80, 100]);
 
       // Restart: both stop, a new daemon starts on the same database and finds nothing to send.

@@ -119,4 +119,22 @@ describeEachBackend('meter budget', (backend) => {
       expect(r).toMatchObject({ code: 1, stderr: 'meter: unknown account "nope" (see `meter accounts list`)\n' });
     }
   });
+
+  it('set, show and clear are shorthands for the account/month/UTC budget, whoever made it', async () => {
+    const json = async (...args: string[]) =>
+      JSON.parse((await meter(...args, '--json')).stdout) as Record<string, unknown>;
+    const made = await json('budgets', 'create', '--account', 'acme', '--amount', '20', '--levels', '25,90');
+    const quarter = await json('budgets', 'create', '--account', 'acme', '--amount', '20', '--window', 'quarter');
+    // The amount changes; its id, levels and action stay.
+    expect(await json('budget', 'set', '--account', 'acme', '--monthly', '30')).toMatchObject({ budget: 30 });
+    expect(await json('budgets', 'show', String(made.id))).toMatchObject({
+      amount: 30,
+      levels: [25, 90],
+      action: 'alert',
+    });
+    // clear deletes that budget only.
+    expect((await meter('budget', 'clear', '--account', 'acme')).stdout).toBe('budget of acme cleared\n');
+    const left = (await json('budgets', 'list', '--account', 'acme')) as { budgets: { id: string }[] };
+    expect(left.budgets.map((b) => b.id)).toEqual([quarter.id]);
+  });
 });

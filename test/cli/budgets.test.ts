@@ -7,7 +7,8 @@ import { createAccount } from '../budget/helpers/seed.js';
 import { describeEachBackend } from '../helpers/stores.js';
 
 /** `meter budgets …` (CONTRACT §1): every scope, window, zone, levels and action; `--json` as
- *  /analytics/budgets shows a budget; block refused on Free; the account budget is one of them. */
+ *  /analytics/budgets shows a budget; block refused on Free; the account budget (`meter budget`'s)
+ *  is one of them. */
 describeEachBackend('meter budgets', (backend) => {
   let db: Db;
   let run: StoreRunner;
@@ -75,24 +76,37 @@ describeEachBackend('meter budgets', (backend) => {
     expect(await json('budgets', 'update', String(b.id), '--no-strict')).toMatchObject({ id: b.id, strict: false });
   });
 
-  it('the account budget is listed with the others, and update and delete reach it', async () => {
-    expect((await meter('budget', 'set', '--account', 'acme', '--monthly', '100')).code).toBe(0);
-    const list = (await json('budgets', 'list', '--account', 'acme')) as { budgets: Record<string, unknown>[] };
-    const monthly = list.budgets.find((x) => String(x.id).startsWith('acct_'))!;
-    expect(monthly).toMatchObject({
-      scope: { kind: 'account' },
-      window: 'month',
-      timezone: 'UTC',
-      amount: 100,
+  it('the account budget is one of them: `budget set` and `budgets` see the same budget, its real id', async () => {
+    // Made by `budgets create` with its defaults (scope account, window month, zone UTC) ...
+    const made = await json('budgets', 'create', '--account', 'acme', '--amount', '50', '--action', 'block');
+    expect(made).toMatchObject({ scope: { kind: 'account' }, window: 'month', timezone: 'UTC', spend: 3.23456789 });
+    expect(made.id).toMatch(/^[0-9a-f]{12}$/);
+    // ... `budget set` changes that budget (its amount; the cap stays as it is) ...
+    const set = await json('budget', 'set', '--account', 'acme', '--monthly', '100');
+    expect(set).toMatchObject({
+      account: 'acme',
+      budget: 100,
+      hard_cap: true,
       spend: 3.23456789,
+      utilization_pct: 3.23,
     });
-    expect((await json('budgets', 'update', String(monthly.id), '--action', 'block')).action).toBe('block');
-    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout).hard_cap).toBe(true);
-    const fixed = await meter('budgets', 'update', String(monthly.id), '--tz', 'Europe/Berlin');
-    expect(fixed.code).toBe(1);
-    expect(fixed.stderr).toContain("is the account's monthly budget");
-    expect((await meter('budgets', 'delete', String(monthly.id))).stdout).toBe(`budget ${monthly.id} deleted\n`);
-    expect(JSON.parse((await meter('budget', 'show', '--account', 'acme', '--json')).stdout).budget).toBeNull();
+    const list = (await json('budgets', 'list', '--account', 'acme')) as { budgets: Record<string, unknown>[] };
+    expect(list.budgets.filter((b) => (b.scope as { kind: string }).kind === 'account')).toEqual([
+      expect.objectContaining({ id: made.id, amount: 100, action: 'block', window: 'month', timezone: 'UTC' }),
+    ]);
+    // ... a second account budget is refused, naming the first ...
+    const second = await meter('budgets', 'create', '--account', 'acme', '--amount', '5', '--action', 'shadow');
+    expect(second).toMatchObject({ code: 1, stdout: '' });
+    expect(second.stderr).toBe(
+      `meter: account "acme" already has its monthly budget ${made.id} (scope account, window month, zone UTC): ` +
+        `change it with \`meter budgets update ${made.id}\` or \`meter budget set --account acme\`, ` +
+        'or give this budget another scope, window or zone\n',
+    );
+    // ... and `budget clear` deletes it.
+    expect((await meter('budget', 'clear', '--account', 'acme')).stdout).toBe('budget of acme cleared\n');
+    expect((await meter('budgets', 'show', String(made.id))).stderr).toBe(
+      `meter: unknown budget "${made.id}" (see \`meter budgets list\`)\n`,
+    );
   });
 
   it('refuses block on the Free plan, and bad flags as usage errors naming what is allowed', async () => {

@@ -215,7 +215,7 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
     await eventually(async () => (await written('killed')).requests === '3', 10_000, 'the victim’s calls written');
     const [lease] = await db.query<{ granted: string; held: string }>(
       `SELECT granted::text, held::text FROM fleet_leases
-        WHERE limit_key = (SELECT 'budget:acct_' || left(replace(id::text, '-', ''), 12) FROM accounts WHERE name = 'killed')
+        WHERE limit_key = (SELECT 'budget:' || b.id FROM budgets b JOIN accounts a ON a.id = b.account_id WHERE a.name = 'killed')
           AND granted > held`,
     );
     expect(lease).toBeDefined(); // it holds an unused slice

@@ -16,7 +16,7 @@ it('counts alert delivery attempts by channel and result', async () => {
   await setBudgetRow(db, acct, '100');
   await addWebhook(db, acct, `${rx.url}/hook-target-path`);
   await seedSpend(db, acct, '2026-11-14', '55');
-  await new BudgetMonitor(db, silentLogger, { sweepMs: 50, now: () => new Date('2026-11-15T08:00:00Z') }).refresh();
+  await new BudgetMonitor(db, silentLogger, { sweepMs: 50, now: () => Date.parse('2026-11-15T08:00:00Z') }).refresh();
 
   const metrics = new DaemonMetrics();
   const deliverer = new AlertDeliverer(db, silentLogger, {

@@ -12,6 +12,7 @@ import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import type { EventWriter } from '../../src/store/writer.js';
 import type { BudgetMonitor } from '../../src/budget/monitor.js';
+import { toUnits } from '../../src/money.js';
 import { atFileEnd } from '../helpers/cleanup.js';
 import { answerChat, eventually } from '../helpers/fleet.js';
 import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
@@ -76,7 +77,7 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
     daemon = await startDaemon(config, logger, async (ctx, start) => {
       const parts = await composeDaemon(ctx, start, { writer: { segmentMaxEvents: 200, maxBackoffMs: 300 } });
       writer = parts.metering.writer;
-      budget = parts.budget;
+      budget = parts.budgets;
     });
     atFileEnd(() => daemon.close());
   });
@@ -199,9 +200,13 @@ describe.skipIf(!postgresUrl)('chaos: the database fails under load, the daemon 
       [accountId],
     )) as [{ spend: string }];
     await load(1);
+    // The account budget's spend as the monitor last read it.
+    const budgetSpend = () => {
+      const def = budget.book.of(accountId).find((d) => d.accountBudget);
+      return def && budget.spendOf(def.id, Date.now());
+    };
     const back = await eventually(
-      async () =>
-        budget.monthToDateSpend(accountId) !== undefined && Number(budget.monthToDateSpend(accountId)) > Number(spend),
+      async () => budgetSpend() !== undefined && budgetSpend()! > toUnits(spend),
       20_000,
       'the budget monitor back',
     );

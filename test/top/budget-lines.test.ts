@@ -43,7 +43,7 @@ const snapshot: Snapshot = {
   events: [],
   tailSize: 10,
   budgets: [
-    view({ id: 'acct_0123456789ab' }),
+    view({ id: '0123456789ab' }), // the account budget: scope account, window month, zone UTC
     view({
       id: 'b00000000002',
       scope: { kind: 'tag', key: 'tenant', value: 'globex' },

@@ -4,6 +4,7 @@ import { sourceFromDb } from '../../cli/top-source.js';
 import type { Db } from '../../src/store/types.js';
 import { checkParams, TOP_STATEMENTS } from '../../src/top/statements.js';
 import { makeEvent, seedEvents } from '../analytics/helpers/seed.js';
+import { setBudgetRow } from '../budget/helpers/seed.js';
 import { describeEachBackend } from '../helpers/stores.js';
 
 /** m minutes ago, but not before this month began: the month's figures count calls by when they
@@ -27,7 +28,7 @@ describeEachBackend(
         "INSERT INTO accounts (name, plan) VALUES ('acme', 'pro'), ('zeta', 'free') RETURNING id::text AS id, name",
       );
       acme = rows.find((r) => r.name === 'acme')!.id;
-      await db.query('INSERT INTO budgets (account_id, monthly_usd, hard_cap) VALUES ($1, 10, true)', [acme]);
+      await setBudgetRow(db, acme, '10', true);
       await seedEvents(db, [
         makeEvent({ accountId: acme, time: minutesAgo(2), cost: '0.10000000', tags: { team: 'search', env: 'prod' } }),
         makeEvent({ accountId: acme, time: minutesAgo(1), cost: '0.20000000', tags: { team: 'ads' }, model: 'gpt-4o' }),

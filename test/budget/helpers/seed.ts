@@ -42,18 +42,23 @@ export async function seedSpend(
   }
 }
 
-/** A budget row, as `meter budget set` writes it. */
+/** The account budget (scope account, window month, zone UTC), as `meter budget set` writes it
+ *  (a hard cap is action block); returns its id. */
 export async function setBudgetRow(
   db: Queryable,
   accountId: string,
   monthlyUsd: string,
   hardCap = false,
-): Promise<void> {
-  await db.query(
-    `INSERT INTO budgets (account_id, monthly_usd, hard_cap) VALUES ($1, $2, $3)
-     ON CONFLICT (account_id) DO UPDATE SET monthly_usd = EXCLUDED.monthly_usd, hard_cap = EXCLUDED.hard_cap`,
-    [accountId, monthlyUsd, hardCap],
+): Promise<string> {
+  const [row] = await db.query<{ id: string }>(
+    `INSERT INTO budgets (id, account_id, scope_kind, window_kind, timezone, amount, action)
+     VALUES (substr(md5(random()::text), 1, 12), $1, 'account', 'month', 'UTC', $2, $3)
+     ON CONFLICT (account_id) WHERE scope_kind = 'account' AND window_kind = 'month' AND timezone = 'UTC'
+       DO UPDATE SET amount = EXCLUDED.amount, action = EXCLUDED.action
+     RETURNING id`,
+    [accountId, monthlyUsd, hardCap ? 'block' : 'alert'],
   );
+  return row!.id;
 }
 
 /** A webhook channel with a known secret. */
