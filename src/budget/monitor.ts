@@ -5,7 +5,8 @@
  *   (and every shadow one, which the gate needs before an account's first call) is re-read;
  * - spend, only for the budgets of served accounts that had events written since the last
  *   pulse (by any sidecar), and of budgets whose window just turned;
- * - and every served account's budgets in a slow sweep (default 30 s: repricing, replays).
+ * - and every served account's budgets in a slow sweep (default 30 s: repricing, replays),
+ *   skipped on an idle embedded store until a write or the next quarter hour (RereadSkip).
  * "Served" is what the daemon metered lately (pulse/served.ts); without it (tests), every
  * account. It fires every budget's levels, the account budget's included (one model, CONTRACT
  * §6), and keeps each budget's spend for /metrics and the gate.

@@ -132,6 +132,10 @@ describeEachBackend('meter budget', (backend) => {
       levels: [25, 90],
       action: 'alert',
     });
+    // Another budget cannot become a second one.
+    const second = await meter('budgets', 'update', String(quarter.id), '--window', 'month');
+    expect(second).toMatchObject({ code: 1 });
+    expect(second.stderr).toContain(`meter: account "acme" already has its monthly budget ${String(made.id)} (`);
     // clear deletes that budget only.
     expect((await meter('budget', 'clear', '--account', 'acme')).stdout).toBe('budget of acme cleared\n');
     const left = (await json('budgets', 'list', '--account', 'acme')) as { budgets: { id: string }[] };
