@@ -1,4 +1,4 @@
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it, vi } from 'vitest';
 import type { StoreRunner } from '../../cli/commands/budget.js';
 import type { Db } from '../../src/store/types.js';
 import { cliStore, runCli } from '../alerts/helpers/cli.js';
@@ -9,6 +9,11 @@ import { describeEachBackend } from '../helpers/stores.js';
 /** `meter budgets …` (CONTRACT §1): every scope, window, zone, levels and action; `--json` as
  *  /analytics/budgets shows a budget; block refused on Free; the account budget (`meter budget`'s)
  *  is one of them. */
+// On the embedded store every command goes through a daemon's admin API to one PGlite session:
+// alone a test takes well under a second, but CI (four files at once on two cores, one of them
+// exporting 200k events) once held two of them past 30 s. The suite's time bound is not theirs.
+vi.setConfig({ testTimeout: 120_000 });
+
 describeEachBackend('meter budgets', (backend) => {
   let db: Db;
   let run: StoreRunner;
