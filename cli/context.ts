@@ -32,7 +32,8 @@ export async function openStoreWaiting(
  *  admin API is used instead (that daemon has applied the migrations). */
 async function openStoreForCli(config: StoreConfig): Promise<CliStore> {
   try {
-    return localStore(await openStore(config));
+    // No daemon holds the store: this command is the only work it does, at full priority.
+    return localStore(await openStore({ ...config, embeddedYieldsCpu: false }));
   } catch (err) {
     const owner = err instanceof StoreLockedError ? err.owner : undefined;
     if (owner?.adminToken && (owner.adminSocket || owner.adminUrl)) {

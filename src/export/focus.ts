@@ -140,66 +140,110 @@ export interface FocusEvent extends StoredUsage {
   tags: Record<string, unknown> | null;
 }
 
-interface Line {
-  provider: string;
-  model: string;
-  tags: string;
+/** A priced unit and its prices, as the SKU columns name them: shared by every row of a day
+ *  priced the same way (a day holds a few of them, whatever its number of calls). */
+interface Sku {
+  /** What orders a group's rows: the SKU price id, then the list and contracted prices. */
+  key: string;
   cls: PriceClass;
   skuId: string;
   skuPriceId: string;
   details: string;
   list: Dec;
   contracted: Dec;
-  quantity: bigint;
-  calls: number;
 }
+
+/** A SKU price's quantity in a group (a day's calls of one provider, model and tag set), and
+ *  how many calls it comes from. A group's units are a short list: a call adds to a few. */
+interface Unit {
+  sku: Sku;
+  quantity: number | bigint;
+  calls: number;
+  next: Unit | undefined;
+}
+
+/** A day's calls of one provider and model, by tag set (the Tags column's JSON). */
+interface ModelDay {
+  provider: string;
+  model: string;
+  byTags: Map<string, Unit>;
+}
+
+/** Exact counts: a number while it is one exactly, a bigint past 2^53. */
+const plus = (a: number | bigint, b: number): number | bigint =>
+  typeof a === 'number' && Number.isSafeInteger(a + b) ? a + b : BigInt(a) + BigInt(b);
+
+export type FocusRow = Record<FocusColumn, string | null>;
 
 /** The tier named in SKU price ids: a tier that changes the price, else `standard`. */
 const tierName = (call: PricedCall | undefined, serviceTier: string | null) =>
   call?.tier && serviceTier ? serviceTier : 'standard';
 
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 const at = (day: string) => `${day}T00:00:00Z`;
 
-function billingPeriod(day: string): [string, string] {
+/** The period columns of a day's rows: its UTC calendar month, and the day. */
+function periodsOf(
+  day: string,
+): Pick<FocusRow, 'BillingPeriodEnd' | 'BillingPeriodStart' | 'ChargePeriodEnd' | 'ChargePeriodStart'> {
   const start = `${day.slice(0, 7)}-01`;
   const d = new Date(`${start}T00:00:00Z`);
   const end = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)).toISOString().slice(0, 10);
-  return [at(start), at(end)];
+  return {
+    BillingPeriodEnd: at(end),
+    BillingPeriodStart: at(start),
+    ChargePeriodEnd: at(nextDay(day)),
+    ChargePeriodStart: at(day),
+  };
 }
 
 /**
- * Collects a day's priced units and writes them as rows when the day is over. Events arrive in
- * time order; memory holds one day's distinct rows, never its events.
+ * Collects a day's priced units and hands out its rows once the day is over, lazily: events
+ * arrive in time order, and memory holds the day's groups (provider × model × tag set: the tag
+ * set's JSON and a count per SKU price, a few hundred bytes each), never its events or its
+ * rows. Rows are in order of provider, model, tags, SKU price id, list and contracted price.
  */
 export class FocusRows {
   #day: string | undefined;
-  readonly #lines = new Map<string, Line>();
+  #models = new Map<string, ModelDay>();
+  #skus = new Map<string, Sku>();
 
   constructor(
     private readonly account: { id: string; name: string },
     private readonly pricer: Pricer,
   ) {}
 
-  /** Adds events; returns the rows of the days they closed. */
-  add(events: FocusEvent[]): Record<FocusColumn, string | null>[] {
-    const out: Record<FocusColumn, string | null>[] = [];
+  /** Adds events as it is iterated; yields the rows of the days they close. */
+  *add(events: Iterable<FocusEvent>): Generator<FocusRow> {
     for (const e of events) {
       const day = e.time_utc.slice(0, 10);
-      if (day !== this.#day) out.push(...this.end());
+      if (day !== this.#day) yield* this.end();
       this.#day = day;
       this.#addEvent(e);
     }
-    return out;
   }
 
   /** The rows of the day still open. */
-  end(): Record<FocusColumn, string | null>[] {
+  *end(): Generator<FocusRow> {
     const day = this.#day;
-    if (day === undefined) return [];
-    const lines = [...this.#lines.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, l]) => l);
-    this.#lines.clear();
+    if (day === undefined) return;
+    const models = this.#models;
+    this.#models = new Map();
+    this.#skus = new Map();
     this.#day = undefined;
-    return lines.map((l) => this.#row(day, l));
+    const periods = periodsOf(day);
+    // Keys join their parts with '\0', which no part holds: ordering keys orders by each part.
+    for (const key of [...models.keys()].sort(byText)) {
+      const m = models.get(key)!;
+      for (const tags of [...m.byTags.keys()].sort(byText)) {
+        const units: Unit[] = [];
+        for (let u = m.byTags.get(tags); u; u = u.next) units.push(u);
+        m.byTags.delete(tags);
+        units.sort((a, b) => byText(a.sku.key, b.sku.key));
+        for (const u of units) yield this.#row(periods, m, tags, u);
+      }
+    }
   }
 
   #addEvent(e: FocusEvent): void {
@@ -215,99 +259,107 @@ export class FocusRows {
           usage,
           time: new Date(e.time_utc),
         });
+    const modelKey = `${e.provider}\u0000${e.model}`;
+    let m = this.#models.get(modelKey);
+    if (!m) this.#models.set(modelKey, (m = { provider: e.provider, model: e.model, byTags: new Map() }));
     const tags = JSON.stringify(stringTags(e.tags));
     const tier = tierName(call, e.service_tier);
     const lines = call
       ? call.lines
       : [...splitUsage(usage)].filter(([, n]) => n > 0).map(([cls, quantity]) => ({ cls, quantity, price: undefined }));
     for (const line of lines) {
-      const { cls } = line;
-      const price = line.price;
-      let list: Dec;
-      let contracted: Dec;
-      const detail: Record<string, string | number> = { x_ServiceTier: tier };
-      let skuPriceId = `${e.provider}/${call?.matchedModel ?? e.model}/${cls}:${tier}`;
-      if (!price) {
-        list = contracted = { coef: 0n, scale: 0 };
-        skuPriceId += ':unpriced';
-        detail.x_Unpriced = 'true';
-      } else {
-        const listRatio = times(
-          { num: price.coef, den: pow10(price.scale) },
-          UNITS[cls].tokens ? call!.tier : undefined,
-        );
-        list = priceDec(listRatio);
-        contracted = priceDec(times(listRatio, call!.discount));
-        if ('above' in line && line.above !== undefined) {
-          skuPriceId += `:above-${line.above}`;
-          detail.x_InputTokensAbove = line.above;
-        }
-        if ('window' in line && line.window) {
-          skuPriceId += `:utc-${line.window}`;
-          detail.x_TimeOfDayUtc = line.window;
-        }
-      }
-      const skuId = `${e.provider}/${call?.matchedModel ?? e.model}/${cls}`;
-      const key = [e.provider, e.model, tags, skuPriceId, formatDec(list), formatDec(contracted)].join('\u0000');
-      const found = this.#lines.get(key);
-      if (found) {
-        found.quantity += BigInt(line.quantity);
-        found.calls += 1;
-      } else {
-        const details = JSON.stringify(detail);
-        this.#lines.set(key, {
-          ...{ provider: e.provider, model: e.model, tags, cls, skuId, skuPriceId, details, list, contracted },
-          quantity: BigInt(line.quantity),
-          calls: 1,
-        });
-      }
+      const sku = this.#sku(e, call, tier, line);
+      let u = m.byTags.get(tags);
+      while (u && u.sku !== sku) u = u.next;
+      if (u) {
+        u.quantity = plus(u.quantity, line.quantity);
+        u.calls += 1;
+      } else m.byTags.set(tags, { sku, quantity: line.quantity, calls: 1, next: m.byTags.get(tags) });
     }
   }
 
-  #row(day: string, l: Line): Record<FocusColumn, string | null> {
-    const [periodStart, periodEnd] = billingPeriod(day);
-    const p = provider(l.provider);
-    const per = UNITS[l.cls].per;
-    const pricingQuantity: Dec = normalise({ coef: l.quantity, scale: per === 1_000 ? 3 : 6 });
-    const contractedCost = costOf(l.contracted, pricingQuantity);
+  /** The SKU price a line of a call is priced by (one object per distinct price in a day). */
+  #sku(
+    e: FocusEvent,
+    call: PricedCall | undefined,
+    tier: string,
+    line: { cls: PriceClass; price: Dec | undefined; above?: number; window?: string },
+  ): Sku {
+    const { cls, price } = line;
+    let list: Dec;
+    let contracted: Dec;
+    const detail: Record<string, string | number> = { x_ServiceTier: tier };
+    let skuPriceId = `${e.provider}/${call?.matchedModel ?? e.model}/${cls}:${tier}`;
+    if (!price) {
+      list = contracted = { coef: 0n, scale: 0 };
+      skuPriceId += ':unpriced';
+      detail.x_Unpriced = 'true';
+    } else {
+      const listRatio = times({ num: price.coef, den: pow10(price.scale) }, UNITS[cls].tokens ? call!.tier : undefined);
+      list = priceDec(listRatio);
+      contracted = priceDec(times(listRatio, call!.discount));
+      if (line.above !== undefined) {
+        skuPriceId += `:above-${line.above}`;
+        detail.x_InputTokensAbove = line.above;
+      }
+      if (line.window) {
+        skuPriceId += `:utc-${line.window}`;
+        detail.x_TimeOfDayUtc = line.window;
+      }
+    }
+    const key = [skuPriceId, formatDec(list), formatDec(contracted)].join('\u0000');
+    let sku = this.#skus.get(key);
+    if (!sku) {
+      const skuId = `${e.provider}/${call?.matchedModel ?? e.model}/${cls}`;
+      sku = { key, cls, skuId, skuPriceId, details: JSON.stringify(detail), list, contracted };
+      this.#skus.set(key, sku);
+    }
+    return sku;
+  }
+
+  #row(periods: ReturnType<typeof periodsOf>, g: ModelDay, tags: string, { sku, quantity, calls }: Unit): FocusRow {
+    const p = provider(g.provider);
+    const per = UNITS[sku.cls].per;
+    const pricingQuantity: Dec = normalise({ coef: BigInt(quantity), scale: per === 1_000 ? 3 : 6 });
+    const contractedCost = costOf(sku.contracted, pricingQuantity);
     return {
       BilledCost: contractedCost,
       BillingAccountId: this.account.id,
       BillingAccountName: this.account.name || null,
       BillingCurrency: 'USD',
-      BillingPeriodEnd: periodEnd,
-      BillingPeriodStart: periodStart,
+      BillingPeriodEnd: periods.BillingPeriodEnd,
+      BillingPeriodStart: periods.BillingPeriodStart,
       ChargeCategory: 'Usage',
       ChargeClass: null,
-      ChargeDescription: `${METERS[l.cls]} of ${l.model || 'an unnamed model'} on ${p.service}`,
+      ChargeDescription: `${METERS[sku.cls]} of ${g.model || 'an unnamed model'} on ${p.service}`,
       ChargeFrequency: 'Usage-Based',
-      ChargePeriodEnd: at(nextDay(day)),
-      ChargePeriodStart: at(day),
-      ConsumedQuantity: l.quantity.toString(),
-      ConsumedUnit: consumedUnit(l.cls),
+      ChargePeriodEnd: periods.ChargePeriodEnd,
+      ChargePeriodStart: periods.ChargePeriodStart,
+      ConsumedQuantity: quantity.toString(),
+      ConsumedUnit: consumedUnit(sku.cls),
       ContractedCost: contractedCost,
-      ContractedUnitPrice: formatDec(l.contracted),
+      ContractedUnitPrice: formatDec(sku.contracted),
       EffectiveCost: contractedCost,
       InvoiceIssuerName: p.name,
-      ListCost: costOf(l.list, pricingQuantity),
-      ListUnitPrice: formatDec(l.list),
+      ListCost: costOf(sku.list, pricingQuantity),
+      ListUnitPrice: formatDec(sku.list),
       PricingCategory: 'Standard',
       PricingQuantity: formatDec(pricingQuantity),
-      PricingUnit: pricingUnit(l.cls),
+      PricingUnit: pricingUnit(sku.cls),
       ProviderName: p.name,
       PublisherName: p.name,
-      ResourceId: `${l.provider}/${l.model}`,
-      ResourceName: l.model || null,
+      ResourceId: `${g.provider}/${g.model}`,
+      ResourceName: g.model || null,
       ResourceType: 'Model',
       ServiceCategory: 'AI and Machine Learning',
       ServiceName: p.service,
       ServiceSubcategory: 'Generative AI',
-      SkuId: l.skuId,
-      SkuMeter: METERS[l.cls],
-      SkuPriceDetails: l.details,
-      SkuPriceId: l.skuPriceId,
-      Tags: l.tags,
-      x_Requests: String(l.calls),
+      SkuId: sku.skuId,
+      SkuMeter: METERS[sku.cls],
+      SkuPriceDetails: sku.details,
+      SkuPriceId: sku.skuPriceId,
+      Tags: tags,
+      x_Requests: String(calls),
     };
   }
 }

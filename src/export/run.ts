@@ -55,10 +55,10 @@ export async function writeExport(
   await put(formatter.header);
   await eachBatch(db, account.id, p, async (rows) => {
     progress.rows += rows.length;
-    await put(formatter.batch(rows));
+    for (const text of formatter.batch(rows)) await put(text);
     onProgress?.(progress);
   });
-  await put(formatter.end?.() ?? '');
+  for (const text of formatter.end?.() ?? []) await put(text);
   return progress;
 }
 

@@ -19,9 +19,10 @@ setFlagsFromString('--liftoff-only');
 // would wait for it (the p99). Linux sets a nice value per thread (by its id, which
 // /proc/thread-self names); elsewhere the thread keeps the process's. The writer's spool
 // holds whatever waits, and the store catches up when the proxy leaves it a core.
+// A CLI command that opens the store itself asks not to (yieldCpu false): no proxy runs there.
 const WORKER_NICE = 10;
 try {
-  setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), WORKER_NICE);
+  if (workerData.yieldCpu) setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), WORKER_NICE);
 } catch {
   // no /proc (macOS), or not allowed: the default priority
 }

@@ -54,6 +54,10 @@ export interface EmbeddedOptions {
    *  (default: the one `npm run build` makes); false runs initdb and leaves every migration to
    *  migrate(). */
   template?: string | false;
+  /** The worker's thread runs at nice 10 so that the daemon's proxy comes first (default). A
+   *  CLI command that opens the store itself (no daemon holds it) passes false: nothing there
+   *  needs the CPU more, and a lowered thread crawls on a busy machine (an export, 4×). */
+  yieldCpu?: boolean;
 }
 
 /**
@@ -92,7 +96,7 @@ export async function openEmbedded(
     const w = new Worker(workerFile, {
       // PGlite's JavaScript side allocates little: a small young generation keeps the worker's heap small.
       resourceLimits: { maxYoungGenerationSizeMb: 4 },
-      workerData: { dataDir: dataDir && join(dataDir, 'pgdata'), template },
+      workerData: { dataDir: dataDir && join(dataDir, 'pgdata'), template, yieldCpu: opts.yieldCpu !== false },
     });
     w.unref();
     w.on('message', (reply: Reply) => {

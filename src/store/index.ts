@@ -15,7 +15,10 @@ export type Store = Db & {
 };
 
 export type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> &
-  Partial<Pick<Config, 'store' | 'dbPoolMax' | 'dbIdleMs'>>;
+  Partial<Pick<Config, 'store' | 'dbPoolMax' | 'dbIdleMs'>> & {
+    /** The embedded store's worker yields the CPU to the proxy (EmbeddedOptions.yieldCpu). */
+    embeddedYieldsCpu?: boolean;
+  };
 
 /** PostgreSQL (plain or TimescaleDB mode, chosen from the database) when DATABASE_URL is set,
  *  else the embedded store in METER_DATA_DIR. Pending migrations are applied before the store
@@ -27,7 +30,7 @@ export async function openStore(config: StoreConfig, logger?: Logger): Promise<S
         max: config.dbPoolMax,
         idleMs: config.dbIdleMs,
       })
-    : await openEmbedded(config.dataDir);
+    : await openEmbedded(config.dataDir, { yieldCpu: config.embeddedYieldsCpu });
   try {
     if (db.kind === 'postgres') {
       // One lock for choosing and migrating: sidecars started together on a new database wait

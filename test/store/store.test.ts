@@ -206,6 +206,17 @@ describe.skipIf(process.platform !== 'linux')('embedded store: its worker thread
       await db.close();
     }
   });
+
+  it('keeps the process priority for a CLI command that opens the store itself (yieldCpu false)', async () => {
+    const before = niceValues().filter((n) => n > 0).length;
+    const db = await openEmbedded(undefined, { yieldCpu: false });
+    try {
+      await db.query('SELECT 1');
+      expect(niceValues().filter((n) => n > 0)).toHaveLength(before);
+    } finally {
+      await db.close();
+    }
+  });
 });
 
 describe('embedded store lock', () => {
