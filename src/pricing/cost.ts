@@ -103,24 +103,30 @@ export function costUnits(resolved: ResolvedModel, usage: Usage, time: Date, tie
 export function costFraction(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): Ratio {
   const { prices } = selectEntry(resolved.model, time);
   const totals = unitTotals(usage);
-  const leaves = unitLeaves(totals, planOf(prices));
-
-  const terms: { n: bigint; price: Dec; tokens: boolean }[] = [];
+  const plan = planOf(prices);
+  // The leaves (unitLeaves' rule) in a reused record: every call is priced here, and a Map and
+  // an array of terms per call were most of its allocations.
+  const leaves = LEAVES;
   let scale = MIN_PRICE_SCALE;
-  for (const [cls, n] of leaves) {
-    if (n === 0) continue;
-    const price = tierPrice(prices[cls]!, totals.input);
-    if (price.scale > scale) scale = price.scale;
-    const unit = UNITS[cls];
-    // Per-1000 prices (calls) are 1000× a per-million price of the same digits.
-    terms.push({ n: BigInt(n) * (unit.per === 1_000 ? 1000n : 1n), price, tokens: unit.tokens });
+  for (const { cls, subs } of plan) {
+    let v = totals[cls];
+    for (const d of subs) v -= leaves[d];
+    leaves[cls] = v > 0 ? v : 0;
+    if (v > 0) {
+      const price = tierPrice(prices[cls]!, totals.input);
+      if (price.scale > scale) scale = price.scale;
+    }
   }
   // Sums are in units of 10^-(scale + 6) USD: 1e-15 USD for prices given to 1e-9 $/MTok.
   let tokenSum = 0n;
   let callSum = 0n;
-  for (const t of terms) {
-    const v = t.n * coefAt(t.price, scale);
-    if (t.tokens) tokenSum += v;
+  for (const { cls } of plan) {
+    const n = leaves[cls];
+    if (n === 0) continue;
+    const unit = UNITS[cls];
+    // Per-1000 prices (calls) are 1000× a per-million price of the same digits.
+    const v = BigInt(n) * (unit.per === 1_000 ? 1000n : 1n) * coefAt(tierPrice(prices[cls]!, totals.input), scale);
+    if (unit.tokens) tokenSum += v;
     else callSum += v;
   }
   let den = pow10(scale + PER_MTOK_DIGITS - COST_DECIMALS);
@@ -135,6 +141,9 @@ export function costFraction(resolved: ResolvedModel, usage: Usage, time: Date, 
   }
   return { num, den };
 }
+
+/** costFraction's leaves: written before they are read, within one synchronous call. */
+const LEAVES = Object.fromEntries(PRICE_CLASSES.map((c) => [c, 0])) as Record<PriceClass, number>;
 
 export function costString(resolved: ResolvedModel, usage: Usage, time: Date, tier?: Ratio): string {
   return formatFixed(costUnits(resolved, usage, time, tier), COST_DECIMALS);

@@ -42,7 +42,7 @@ export interface PricedCall {
   discount?: Ratio;
 }
 
-/** Distinct provider+model names kept; a client inventing model names cannot grow memory without bound. */
+/** Distinct provider+model names kept (as given); a client inventing model names cannot grow memory without bound. */
 const CACHE_LIMIT = 5000;
 
 /**
@@ -51,7 +51,9 @@ const CACHE_LIMIT = 5000;
  */
 export class Pricer {
   readonly overrides: Overrides | undefined;
-  readonly #cache = new Map<string, Resolution | null>();
+  /** Resolutions by provider, then by model name as given; #cached counts them all. */
+  readonly #cache = new Map<ProviderSlug, Map<string, Resolution | null>>();
+  #cached = 0;
   /** Exact override keys that are catalogue model ids: an override for `gpt-4o` also prices
    *  `gpt-4o-2024-08-06`, the name OpenAI answers with. */
   readonly #byCatalogueId = new Map<string, ModelOverride>();
@@ -80,7 +82,7 @@ export class Pricer {
     const gen = priceTableGeneration();
     if (gen === this.#generation) return;
     this.#generation = gen;
-    this.#cache.clear();
+    this.#clearCache();
     this.#byCatalogueId.clear();
     this.#priceVersion = activePriceTable().version + (this.overrides ? `+ovr:${this.overrides.hash}` : '');
     if (!this.overrides) return;
@@ -100,42 +102,55 @@ export class Pricer {
   /** The prices for a provider's model (overrides first, then the catalogue), or null. */
   resolve(provider: ProviderSlug, model: string): Resolution | null {
     this.#sync(false);
+    // By the name as the call gave it: a hit costs no normalised copy and no joined key.
+    let byName = this.#cache.get(provider);
+    const hit = byName?.get(model);
+    if (hit !== undefined) return hit;
     const name = normaliseModelName(model);
     if (!name) return null;
-    const key = `${provider}\u0000${name}`;
-    const hit = this.#cache.get(key);
-    if (hit !== undefined) return hit;
     let r: Resolution | null;
     try {
       r = this.#resolveUncached(provider, name);
     } catch {
       r = null;
     }
-    if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
-    this.#cache.set(key, r);
+    if (this.#cached >= CACHE_LIMIT) {
+      this.#clearCache();
+      byName = undefined;
+    }
+    if (!byName) this.#cache.set(provider, (byName = new Map()));
+    byName.set(model, r);
+    this.#cached++;
     return r;
+  }
+
+  #clearCache(): void {
+    this.#cache.clear();
+    this.#cached = 0;
   }
 
   /** Exact cost of one call. Never throws: an unknown model costs "0.00000000" and is flagged unpriced. */
   cost(input: CostInput): CostResult {
     const priceVersion = this.priceVersion;
-    const p = this.#price(input);
-    if (!p) return { cost: ZERO_COST, unpriced: true, priceVersion };
+    const found = this.#resolution(input);
+    const exact = found && this.#exact(found, input);
+    if (!found || !exact) return { cost: ZERO_COST, unpriced: true, priceVersion };
     const result: CostResult = {
-      cost: formatFixed(divRoundHalfEven(p.exact.num, p.exact.den), COST_DECIMALS),
+      cost: formatFixed(divRoundHalfEven(exact.num, exact.den), COST_DECIMALS),
       unpriced: false,
       priceVersion,
-      matchedModel: p.r.matchedModel,
-      source: p.r.resolved.source,
-      pricedModel: p.name,
+      matchedModel: found.r.matchedModel,
+      source: found.r.resolved.source,
+      pricedModel: found.name,
     };
-    if (p.tier) result.tierMultiplier = formatRatio(p.tier);
+    if (found.tier) result.tierMultiplier = formatRatio(found.tier);
     return result;
   }
 
   /** The cost before rounding, in units of 1e-8 USD (see costFraction), or undefined: unpriced. */
   exactCost(input: CostInput): Ratio | undefined {
-    return this.#price(input)?.exact;
+    const found = this.#resolution(input);
+    return found && this.#exact(found, input);
   }
 
   /** The call's priced units one by one, with what multiplies their prices (see costLines), or
@@ -154,24 +169,29 @@ export class Pricer {
     }
   }
 
+  /** Never throws (a call is recorded whatever its model's name). */
   #resolution(input: CostInput): { r: Resolution; name: string; tier: Ratio | undefined } | undefined {
-    for (const name of [input.model, input.requestedModel]) {
-      if (!name) continue;
-      const r = this.resolve(input.provider, name);
-      if (!r) continue;
-      return { r, name, tier: serviceTierRatio(input.provider, input.usage.serviceTier, r.resolved.model.id) };
-    }
-    return undefined;
-  }
-
-  #price(input: CostInput): { exact: Ratio; r: Resolution; name: string; tier: Ratio | undefined } | undefined {
     try {
-      const found = this.#resolution(input);
-      if (found) return { ...found, exact: costFraction(found.r.resolved, input.usage, input.time, found.tier) };
+      let name = input.model;
+      let r = name ? this.resolve(input.provider, name) : null;
+      if (!r) {
+        name = input.requestedModel;
+        r = name ? this.resolve(input.provider, name) : null;
+      }
+      if (r && name)
+        return { r, name, tier: serviceTierRatio(input.provider, input.usage.serviceTier, r.resolved.model.id) };
     } catch {
       // an event is still recorded, flagged unpriced
     }
     return undefined;
+  }
+
+  #exact(found: { r: Resolution; tier: Ratio | undefined }, input: CostInput): Ratio | undefined {
+    try {
+      return costFraction(found.r.resolved, input.usage, input.time, found.tier);
+    } catch {
+      return undefined; // an event is still recorded, flagged unpriced
+    }
   }
 
   /**
