@@ -13,10 +13,28 @@ const DECIMAL_RE = /^(\d+)(?:\.(\d+))?$/;
 
 /** Units of a non-negative decimal string with at most 8 decimals ("12.5", "0.00000001"). */
 export function toUnits(decimal: string): bigint {
+  const fixed = fixedUnits(decimal);
+  if (fixed !== undefined) return fixed;
   const m = DECIMAL_RE.exec(decimal.trim());
   if (!m || (m[2] ?? '').replace(/0+$/, '').length > SCALE) throw new Error(`not a USD amount: ${decimal}`);
   const frac = (m[2] ?? '').slice(0, SCALE).padEnd(SCALE, '0');
   return BigInt(m[1]!) * ONE + BigInt(frac);
+}
+
+/** Units of a cost as events write it, 8 decimals exactly ("0.00012345"), read digit by digit
+ *  (every event's cost is read back on the hot path); undefined for any other text. Up to 15
+ *  digits, so the count is exact in a double. */
+function fixedUnits(text: string): bigint | undefined {
+  const dot = text.length - SCALE - 1;
+  if (dot < 1 || dot > 7 || text.charCodeAt(dot) !== 0x2e /* . */) return undefined;
+  let units = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (i === dot) continue;
+    const digit = text.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return undefined;
+    units = units * 10 + digit;
+  }
+  return BigInt(units);
 }
 
 /** Plain decimal text without trailing zeros: "12.5", "0", "0.00000001". */
