@@ -18,11 +18,11 @@ export function uuidv7(now = Date.now()): string {
     randomFillSync(pool);
     poolAt = 0;
   }
-  const r = pool.subarray(poolAt * 16, poolAt * 16 + 16);
+  const r = poolAt * 16;
   poolAt++;
   if (now > lastMs) {
     lastMs = now;
-    seq = r[6]! & 0x07; // start low in the 12 bits so a millisecond has room for thousands of ids
+    seq = pool[r + 6]! & 0x07; // start low in the 12 bits so a millisecond has room for thousands of ids
   } else {
     now = lastMs; // a clock that stepped back must not break the order
     seq++;
@@ -31,15 +31,34 @@ export function uuidv7(now = Date.now()): string {
       seq = 0;
     }
   }
-  const b = Buffer.allocUnsafe(16);
-  b.writeUIntBE(now, 0, 6);
-  b[6] = 0x70 | (seq >> 8);
-  b[7] = seq & 0xff;
-  b[8] = 0x80 | (r[8]! & 0x3f);
-  r.copy(b, 9, 9, 16);
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  // Written from a table of byte pairs: no Buffer and no hex string to cut per id.
+  const high = Math.floor(now / 0x1000000); // the 48-bit time's upper and lower 24 bits
+  const low = now % 0x1000000;
+  return (
+    HEX[high >>> 16]! +
+    HEX[(high >>> 8) & 0xff]! +
+    HEX[high & 0xff]! +
+    HEX[low >>> 16]! +
+    '-' +
+    HEX[(low >>> 8) & 0xff]! +
+    HEX[low & 0xff]! +
+    '-' +
+    HEX[0x70 | (seq >> 8)]! +
+    HEX[seq & 0xff]! +
+    '-' +
+    HEX[0x80 | (pool[r + 8]! & 0x3f)]! +
+    HEX[pool[r + 9]!]! +
+    '-' +
+    HEX[pool[r + 10]!]! +
+    HEX[pool[r + 11]!]! +
+    HEX[pool[r + 12]!]! +
+    HEX[pool[r + 13]!]! +
+    HEX[pool[r + 14]!]! +
+    HEX[pool[r + 15]!]!
+  );
 }
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
