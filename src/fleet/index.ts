@@ -35,16 +35,15 @@ export function createFleet(
   deps.changes.watch((db) => overrides.reload(db));
   const admissions = new FleetAdmissions(deps.plans, overrides, ledger, deps.metering.pricer, deps.budgets);
   deps.metering.observe((event) => {
-    const tokens = BigInt(event.inputTokens + event.outputTokens);
     // A budget settles at the call's cost, tokens a minute at its tokens; the rest (calls) at
-    // what they reserved.
+    // what they reserved (the common case: nothing is computed for them).
     ledger.settle(
       event.id,
       (spec) =>
         spec.what?.kind === 'budget'
           ? toUnits(event.cost)
           : spec.what?.kind === 'tokens-per-minute'
-            ? tokens
+            ? BigInt(event.inputTokens + event.outputTokens)
             : undefined,
       event.time,
     );

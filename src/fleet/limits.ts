@@ -38,7 +38,8 @@ export class OverrideBook {
   }
 
   get(accountId: string, keyId = ''): Override | undefined {
-    return this.#byId.get(`${accountId}/${keyId}`);
+    // Most fleets have none: no key is built for every call then.
+    return this.#byId.size === 0 ? undefined : this.#byId.get(`${accountId}/${keyId}`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { MAX_COUNT } from '../providers/common.js';
-import type { Usage } from '../providers/types.js';
+import type { ExtraUnit, Usage } from '../providers/types.js';
 
 /** provider_cost_ticks is a bigint column. */
 const MAX_TICKS = 2n ** 63n - 1n;
@@ -29,6 +29,7 @@ export interface RawUsage {
  * is (no copy); otherwise a clamped copy and what was clamped, with the body's raw figures.
  */
 export function boundUsage(usage: Usage, body: unknown): { usage: Usage; raw: RawUsage | null } {
+  if (withinBounds(usage)) return { usage, raw: null };
   let out: Usage | undefined;
   const clamped: string[] = [];
   for (const k of COUNTS) {
@@ -52,6 +53,13 @@ export function boundUsage(usage: Usage, body: unknown): { usage: Usage; raw: Ra
   if (!out) return { usage, raw: null };
   const figures = hugeNumbers(body);
   return { usage: out, raw: figures ? { clamped, figures } : { clamped } };
+}
+
+/** Every call's check, allocating nothing: most usage is within bounds. */
+function withinBounds(usage: Usage): boolean {
+  for (const k of COUNTS) if (usage[k] >= MAX_COUNT) return false;
+  if (usage.units) for (const k in usage.units) if ((usage.units[k as ExtraUnit] ?? 0) >= MAX_COUNT) return false;
+  return usage.providerCostTicks === undefined || usage.providerCostTicks <= MAX_TICKS;
 }
 
 /** Numbers of a parsed JSON body at or above MAX_COUNT (or not finite), by path. */

@@ -70,8 +70,14 @@ const shortText = (x: unknown): string | undefined =>
 export function withResponse(r: UsageResult, id: unknown, reasons: readonly unknown[] = []): UsageResult {
   const rid = shortText(id);
   if (rid) r.responseId = rid;
-  const finish = reasons.map(shortText).filter((x) => x !== undefined);
-  if (finish.length) r.finishReasons = finish.slice(0, MAX_REASONS);
+  let finish: string[] | undefined;
+  for (const reason of reasons) {
+    const text = shortText(reason);
+    if (text === undefined) continue;
+    (finish ??= []).push(text);
+    if (finish.length === MAX_REASONS) break;
+  }
+  if (finish) r.finishReasons = finish;
   return r;
 }
 

@@ -82,17 +82,17 @@ const PER_CALL_ITEMS: ReadonlyMap<unknown, ExtraUnit> = new Map<unknown, ExtraUn
  * a stream), or one web search for a chat completion asked to search (`web_search_options`, the
  * search models). Counted only on the objects that carry usage, so streams cost one scan at the end.
  */
-function toolCalls(o: Obj, req: RequestInfo, mode: Mode): UnitCounts {
+function toolCalls(o: Obj, req: RequestInfo, mode: Mode): UnitCounts | undefined {
   const output = obj(o.response)?.output ?? o.output;
   if (Array.isArray(output)) {
-    const calls: UnitCounts = {};
+    let calls: UnitCounts | undefined;
     for (const item of output) {
       const unit = PER_CALL_ITEMS.get(obj(item)?.type);
-      if (unit) calls[unit] = (calls[unit] ?? 0) + 1;
+      if (unit) (calls ??= {})[unit] = (calls[unit] ?? 0) + 1;
     }
     return calls;
   }
-  return mode === 'chat' && obj(req.body)?.web_search_options !== undefined ? { web_searches: 1 } : {};
+  return mode === 'chat' && obj(req.body)?.web_search_options !== undefined ? { web_searches: 1 } : undefined;
 }
 
 export interface CompatOptions extends ProviderFacts {
@@ -118,20 +118,25 @@ function modeOf(req: RequestInfo): Mode {
 /** Usage of a body or chunk, with the service tier it reports and its billed tool calls. */
 function usageIn(o: Obj, opts: CompatOptions, req: RequestInfo, mode: Mode): Usage | undefined {
   const norm = opts.normalise ?? openAIUsage;
-  const candidates = [o.usage, obj(o.response)?.usage, opts.extraUsage?.(o)];
-  for (const c of candidates) {
-    const u = obj(c);
-    const n = u && norm(u);
-    if (!n) continue;
-    const tier = serviceTier(o.service_tier ?? obj(o.response)?.service_tier);
-    if (tier !== undefined) n.serviceTier = tier;
-    if (!opts.toolCallsInUsage) {
-      const units = nonZeroUnits({ ...n.units, ...toolCalls(o, req, mode) });
-      if (units) n.units = units;
-    }
-    return n;
+  let u = obj(o.usage);
+  let n = u && norm(u);
+  if (!n) {
+    u = obj(obj(o.response)?.usage);
+    n = u && norm(u);
   }
-  return undefined;
+  if (!n && opts.extraUsage) {
+    u = obj(opts.extraUsage(o));
+    n = u && norm(u);
+  }
+  if (!n) return undefined;
+  const tier = serviceTier(o.service_tier ?? obj(o.response)?.service_tier);
+  if (tier !== undefined) n.serviceTier = tier;
+  if (!opts.toolCallsInUsage) {
+    const calls = toolCalls(o, req, mode);
+    const units = calls ? nonZeroUnits({ ...n.units, ...calls }) : n.units && nonZeroUnits(n.units);
+    if (units) n.units = units;
+  }
+  return n;
 }
 
 /** Why each choice stopped (chat and legacy completions), or the Responses API's reason for an

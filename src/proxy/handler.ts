@@ -286,10 +286,11 @@ export function createProxyHandler(deps: ProxyDeps) {
     if (!key)
       return unauthorized(res, slug, 'missing service key: send Authorization: Bearer mk_… or X-Meter-Key: mk_…');
     const found = deps.auth.authenticateToken(key.token);
-    const invalid = refusedKeyMessage(key);
-    if (found === undefined) return unauthorized(res, slug, invalid);
+    if (found === undefined) return unauthorized(res, slug, refusedKeyMessage(key));
     const arrival: Arrival = { req, res, url, slugEnd: end, slug, viaMeterKey: key.viaMeterKey, arrivedAt };
     if (!(found instanceof Promise)) return forward(arrival, found);
-    return found.then((principal) => (principal ? forward(arrival, principal) : unauthorized(res, slug, invalid)));
+    return found.then((principal) =>
+      principal ? forward(arrival, principal) : unauthorized(res, slug, refusedKeyMessage(key)),
+    );
   };
 }
