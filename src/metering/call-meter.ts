@@ -234,7 +234,7 @@ export class MeteredCall implements CallMeter {
     firstByte: number | undefined,
     endedAt: number,
   ): UsageEvent {
-    return {
+    const event: UsageEvent = {
       id: this.call.id,
       time: this.call.time.toISOString(),
       accountId: this.call.principal.accountId,
@@ -260,8 +260,10 @@ export class MeteredCall implements CallMeter {
       units: storedUnits(usage),
       serviceTier: usage.serviceTier === undefined ? null : storable(usage.serviceTier),
       usageRaw: raw,
-      ...(this.call.wouldBlock?.length ? { wouldBlock: [...this.call.wouldBlock] } : {}),
     };
+    // Set after the literal (a spread in it would copy properties one by one on every call).
+    if (this.call.wouldBlock?.length) event.wouldBlock = [...this.call.wouldBlock];
+    return event;
   }
 
   /**

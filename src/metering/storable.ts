@@ -11,8 +11,8 @@ export const hasUnstorable = (s: string): boolean => UNSTORABLE.test(s);
 export const storable = (s: string): string => (UNSTORABLE.test(s) ? s.replace(UNSTORABLE_ALL, '\uFFFD') : s);
 
 export function cleanTags(tags: Record<string, string>): Record<string, string> {
-  for (const v of Object.values(tags)) {
-    if (UNSTORABLE.test(v)) return Object.fromEntries(Object.entries(tags).map(([k, x]) => [k, storable(x)]));
+  for (const k in tags) {
+    if (UNSTORABLE.test(tags[k]!)) return Object.fromEntries(Object.entries(tags).map(([k, x]) => [k, storable(x)]));
   }
   return tags;
 }
