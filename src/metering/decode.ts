@@ -15,6 +15,9 @@ export interface BodyDecoder {
  *  costs neither memory nor CPU; the call is metered as unreadable (estimated). */
 export const DEFAULT_MAX_DECODED_BYTES = 64 << 20;
 
+/** Identity has nothing left to hand out at the end. */
+const endAtOnce = (done: (ok: boolean) => void): void => done(true);
+
 /** A decoder for a Content-Encoding, or undefined when it cannot be read (e.g. zstd on Node 20). */
 export function createDecoder(
   encoding: string | string[] | undefined,
@@ -23,7 +26,7 @@ export function createDecoder(
 ): BodyDecoder | undefined {
   const enc = (Array.isArray(encoding) ? encoding.join(',') : (encoding ?? '')).trim().toLowerCase();
   if (enc === '' || enc === 'identity') {
-    return { write: onData, end: (done) => done(true) };
+    return { write: onData, end: endAtOnce };
   }
   let z: Gunzip | ReturnType<typeof createInflate> | ReturnType<typeof createBrotliDecompress>;
   if (enc === 'gzip' || enc === 'x-gzip') z = createGunzip();

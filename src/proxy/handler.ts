@@ -95,7 +95,12 @@ interface AdmittedCall extends ForwardedCall {
   viaMeterKey: boolean;
   /** Frees what admission took when the call's meter can make no usage event. */
   release: (() => void) | undefined;
+  /** The error bodies' shape (the provider's own). */
+  shape: 'anthropic' | 'default';
 }
+
+/** No admitter (tests, tools): every call passes, with no headers of its own. */
+const ADMIT_ALL: Admission = { ok: true, headers: {} };
 
 /** Runs `then` on an admission, at once when it is already decided. */
 const whenAdmitted = (a: Admission | Promise<Admission>, then: (a: Admission) => void): void | Promise<void> =>
@@ -202,47 +207,54 @@ export function createProxyHandler(deps: ProxyDeps) {
       start,
       target,
       rest,
+      shape,
       viaMeterKey: arrival.viaMeterKey,
       headers: undefined,
       release: undefined,
     };
-    const refuse = (a: Admission & { ok: false }) =>
-      refuseCall(res, a.status, a.code, a.message, { shape, headers: a.headers });
     const admitter = deps.admitter;
-    const admitted = (a: Admission): boolean => {
-      if (!a.ok) {
-        refuse(a);
-        return false;
-      }
-      call.headers = a.headers;
-      // Shadow budgets this call would have met refused: flagged on its event.
-      if (a.wouldBlock) start.wouldBlock = a.wouldBlock;
-      // Bound, not a closure: a closure here would keep this whole function's scope (request,
-      // response, body) alive as long as the call's meter holds it, past many scavenges.
-      if (admitter?.release) call.release = admitter.release.bind(admitter, id);
-      return true;
-    };
     if (!admitter?.needsBody?.(principal)) {
-      const go = (a: Admission) => {
-        if (!admitted(a)) return;
-        if (!hasBody(req) || !isSmallBody(req)) return dispatch(call, hasBody(req) ? req : undefined);
-        readSmallBody(req, (body) => {
-          if (body) return dispatch(call, body);
-          // The client left mid-body: nothing goes upstream, the call is still metered (as a
-          // call the client left, the same event a forwarded one would have made).
-          GuardedMeter.begin(deps.metering, start, deps.logger, call.release).end({ completed: false });
-          res.destroy();
-        });
-      };
-      return admitter ? whenAdmitted(admitter.admit(principal, { id, time }), go) : go({ ok: true, headers: {} });
+      // Decided at once in the steady state: then no closure is made for the answer.
+      const a = admitter ? admitter.admit(principal, { id, time }) : ADMIT_ALL;
+      return a instanceof Promise ? a.then((x) => go(call, x)) : go(call, a);
     }
     // A hard cap or a tokens-a-minute limit: the call's worst case comes from its body, so read
     // it before deciding.
     return readAhead(req, deps.limits.meteringBodyBytes).then(({ body, bytes, head, source }) => {
       const priced = { provider: target.slug, path, body, bodyBytes: bytes, head, time };
       return whenAdmitted(admitter.admit(principal, { id, time, priced, tags: tags.tags }), (a) => {
-        if (admitted(a)) dispatch(call, bytes > 0 ? source : undefined);
+        if (admitted(call, a)) dispatch(call, bytes > 0 ? source : undefined);
       });
+    });
+  }
+
+  /** Refuses the call, or makes it ready to forward. */
+  function admitted(call: AdmittedCall, a: Admission): boolean {
+    if (!a.ok) {
+      refuseCall(call.res, a.status, a.code, a.message, { shape: call.shape, headers: a.headers });
+      return false;
+    }
+    call.headers = a.headers;
+    // Shadow budgets this call would have met refused: flagged on its event.
+    if (a.wouldBlock) call.start.wouldBlock = a.wouldBlock;
+    // Bound, not a closure: a closure here would keep this whole function's scope (request,
+    // response, body) alive as long as the call's meter holds it, past many scavenges.
+    const admitter = deps.admitter;
+    if (admitter?.release) call.release = admitter.release.bind(admitter, call.start.id);
+    return true;
+  }
+
+  /** An admission that needed no body: the body, when small, is read whole, then forwarded. */
+  function go(call: AdmittedCall, a: Admission): void {
+    if (!admitted(call, a)) return;
+    const req = call.req;
+    if (!hasBody(req) || !isSmallBody(req)) return dispatch(call, hasBody(req) ? req : undefined);
+    readSmallBody(req, (body) => {
+      if (body) return dispatch(call, body);
+      // The client left mid-body: nothing goes upstream, the call is still metered (as a
+      // call the client left, the same event a forwarded one would have made).
+      GuardedMeter.begin(deps.metering, call.start, deps.logger, call.release).end({ completed: false });
+      call.res.destroy();
     });
   }
 
