@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { lockPath } from '../../src/store/lockfile.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runClis } from '../helpers/cli.js';
 import { spawnDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/stores.js';
 
@@ -61,8 +61,8 @@ const TOP_LEVEL = [...new Set(COMMANDS.filter((c) => c.length > 0).map((c) => c[
 const oneLine = (stderr: string) => stderr.split('\n').filter((l) => l.trim() !== '');
 
 describe('meter usage and errors', () => {
-  it('every command answers --help on stdout with exit 0', { timeout: 120_000 }, async () => {
-    const results = await Promise.all(COMMANDS.map((args) => runCli([...args, '--help'])));
+  it('every command answers --help on stdout with exit 0', { timeout: 240_000 }, async () => {
+    const results = await runClis(COMMANDS.map((args) => [...args, '--help']));
     results.forEach((r, i) => {
       const what = `meter ${COMMANDS[i]!.join(' ')} --help`;
       expect(r.code, what).toBe(0);
@@ -100,7 +100,7 @@ describe('meter usage and errors', () => {
         ],
         [['start', '--port', 'abc'], 'meter: --port "abc" is invalid: expected an integer from 0 to 65535'],
       ];
-      const results = await Promise.all(cases.map(([args]) => runCli(args)));
+      const results = await runClis(cases.map(([args]) => args));
       results.forEach((r, i) => {
         const [args, line] = cases[i]!;
         expect(r.code, args.join(' ')).toBe(2);

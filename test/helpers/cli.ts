@@ -22,3 +22,19 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Cli
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** Runs `meter` once per argument list, at most `parallel` at a time, the results in order. Each
+ *  run is a Node process compiling the CLI through tsx: forty at once (as the usage test once
+ *  started them) drove a 2-core machine's load to 50 and timed out other test files. */
+export async function runClis(argLists: string[][], env: NodeJS.ProcessEnv = {}, parallel = 3): Promise<CliResult[]> {
+  const results: CliResult[] = new Array<CliResult>(argLists.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < argLists.length) {
+      const i = next++;
+      results[i] = await runCli(argLists[i]!, env);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, argLists.length) }, worker));
+  return results;
+}
