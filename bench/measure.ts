@@ -3,8 +3,9 @@ import type { Pool } from 'undici';
 import { CHAT_BODY } from './payloads.js';
 import { cpuMicros, machineCpuMicros, postgresCpuMicros, rssMb, type Service } from './processes.js';
 
-/** direct; the bare pass-through; the floor that writes; the proxy alone; meter; meter with OTel. */
-export type Name = 'direct' | 'pass' | 'writes' | 'proxy' | 'meter' | 'otel';
+/** direct; the bare pass-through; the floor that writes; the proxy alone; meter; meter with OTel;
+ *  meter again (the control: a second, identical daemon). */
+export type Name = 'direct' | 'pass' | 'writes' | 'proxy' | 'meter' | 'otel' | 'again';
 export interface Target {
   name: Name;
   pool: Pool;

@@ -8,14 +8,18 @@
  * (`npm run bench` builds first).
  *
  *   npm run bench -- [--quick] [--c1 3000] [--streams 1000] [--c64-seconds 2] [--c64-slices 4] [--rounds 3]
- *                    [--soak-seconds 600] [--startup-runs 3] [--proxy-alone] [--otel] [--json FILE]
- *                    [--budgets 10]
+ *                    [--soak-seconds 600] [--startup-runs 3] [--proxy-alone] [--otel] [--control]
+ *                    [--json FILE] [--budgets 10]
  *
  * BENCH_DATABASE_URL=postgres://…/<throwaway database>: the daemon on PostgreSQL, else on the
  * embedded store in a throwaway data dir. BENCH_DAEMON_ARGS: node flags for the daemon only
  * (e.g. --cpu-prof). --proxy-alone adds the daemon without metering (bench/proxy-daemon.ts;
  * PostgreSQL only). --otel adds a second meter with OpenTelemetry export on (OTLP/HTTP to a
- * collector stand-in in this process that answers 200 at once). --quick: one short round, no
+ * collector stand-in in this process that answers 200 at once). --control adds a second meter,
+ * the same build and settings in its own process (PostgreSQL only): what two identical daemons
+ * differ by in one run is the noise a ratio must clear; with BENCH_CONTROL_ROOT=<another checkout,
+ * built> the second meter runs that checkout's dist/ instead: an A/B of two versions in one run
+ * (both must use the same migrations). --quick: one short round, no
  * start-up runs. --json FILE: the summary's figures as JSON too (to compare runs). --budgets N:
  * N alert budgets on the bench's account, far from their amounts (issue 30: they must cost nothing).
  *
@@ -66,6 +70,7 @@ const SOAK_SECONDS = numberFlag('soak-seconds', 0);
 const STARTUP_RUNS = numberFlag('startup-runs', QUICK ? 0 : 3);
 const WITH_PROXY = hasFlag('proxy-alone');
 const WITH_OTEL = hasFlag('otel');
+const WITH_CONTROL = hasFlag('control');
 const JSON_OUT = stringFlag('json');
 /** Budgets on the bench's account (alert, far from their amount, of assorted scopes and zones). */
 const BUDGETS = numberFlag('budgets', 0);
@@ -159,6 +164,8 @@ async function main(): Promise<void> {
     );
   if (WITH_OTEL && !DATABASE_URL)
     throw new Error('--otel needs BENCH_DATABASE_URL (both meters must share one store for the key)');
+  if (WITH_CONTROL && !DATABASE_URL)
+    throw new Error('--control needs BENCH_DATABASE_URL (both meters must share one store for the key)');
   const dataDir = mkdtempSync(join(tmpdir(), 'meter-bench-'));
   const services: Service[] = [];
   const pools: Pool[] = [];
@@ -226,6 +233,15 @@ async function main(): Promise<void> {
         )
       : undefined;
     if (otel) services.push(otel);
+    const controlRoot = process.env.BENCH_CONTROL_ROOT || packageRoot;
+    const again = WITH_CONTROL
+      ? await spawnService(
+          [...extra, join(controlRoot, 'dist', 'cli', 'main.js'), 'start'],
+          { ...env, METER_DATA_DIR: join(dataDir, 'again') },
+          packageRoot,
+        )
+      : undefined;
+    if (again) services.push(again);
 
     const pool = (url: string) => {
       const p = new Pool(url, { connections: 64 });
@@ -254,6 +270,7 @@ async function main(): Promise<void> {
       ...(proxyAlone ? [proxied('proxy', proxyAlone)] : []),
       proxied('meter', meter),
       ...(otel ? [proxied('otel', otel)] : []),
+      ...(again ? [proxied('again', again)] : []),
     ];
 
     log('warming up…');

@@ -32,6 +32,7 @@ const HEAD: Record<Name, string> = {
   proxy: 'proxy alone',
   meter: 'meter',
   otel: 'meter + OTel export',
+  again: 'meter again (control)',
 };
 
 /** The rows of the targets, `target` against the floor that writes where there is one: the proxy
@@ -103,6 +104,15 @@ export function table(rounds: Round[], names: Name[], embedded: boolean): string
         target,
       ].join(' | ')} |`,
     );
+  }
+  if (names.includes('again')) {
+    // Two identical daemons in one run: how far apart they land is the noise a ratio must clear.
+    const cpuRows = ROWS.filter((row) => row.unit === 'µs' && row.target);
+    const spread = cpuRows.map(
+      (row) =>
+        `${row.label.replace('CPU per call, ', '')} ${median(rounds.map((r) => row.pick(r).get('again')! / row.pick(r).get('meter')!)).toFixed(2)}×`,
+    );
+    out.push('', `control, meter again ÷ meter (CPU per call): ${spread.join(', ')}`);
   }
   const direct = (pick: Pick) => median(rounds.map((r) => pick(r).get('direct')!));
   out.push(
