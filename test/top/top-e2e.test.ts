@@ -168,7 +168,8 @@ describe('meter top end to end', () => {
       );
 
       await tmux('send-keys', '-t', 'top', 'q');
-      await waitFor(/EXIT=0/, 20_000);
+      // The shell prints EXIT first and stty's line after it: wait for both, not the first alone.
+      await waitFor(/EXIT=0\n-?icanon/, 20_000);
       const after = await screen();
       expect(await tmux('display', '-p', '-t', 'top', '#{alternate_on} #{cursor_flag}')).toBe('0 1\n');
       expect(after).not.toMatch(/meter top|provider|By model/); // nothing of the frames is left
