@@ -3,7 +3,6 @@ import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
-import { ensureBuilt } from './helpers/daemon.js';
 import { createTestDatabase, tempDir } from './helpers/stores.js';
 
 /**
@@ -78,7 +77,6 @@ describe('README and docs/ examples', () => {
     'every `meter` line of a sh block runs as written, in order, against a scratch store',
     { timeout: 300_000 },
     async () => {
-      await ensureBuilt();
       const bin = tempDir();
       writeFileSync(
         join(bin, 'meter'),

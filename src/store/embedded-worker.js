@@ -14,19 +14,6 @@ import { PGlite } from '@electric-sql/pglite';
 // measured the same either way.
 setFlagsFromString('--liftoff-only');
 
-// The store's work yields the CPU to the proxy's: a batch holds this thread for tens of
-// milliseconds, and on a machine whose cores are all busy the calls that arrive meanwhile
-// would wait for it (the p99). Linux sets a nice value per thread (by its id, which
-// /proc/thread-self names); elsewhere the thread keeps the process's. The writer's spool
-// holds whatever waits, and the store catches up when the proxy leaves it a core.
-// A CLI command that opens the store itself asks not to (yieldCpu false): no proxy runs there.
-const WORKER_NICE = 10;
-try {
-  if (workerData.yieldCpu) setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), WORKER_NICE);
-} catch {
-  // no /proc (macOS), or not allowed: the default priority
-}
-
 // A parameter given as bytes is text in UTF-8 (the writer's batches of JSON): decoded here, off
 // the daemon's thread. The store's SQL takes bytea only as hex text (decode($n, 'hex')).
 const decoder = new TextDecoder();
@@ -52,6 +39,23 @@ const startParams = [
   'standard_conforming_strings=on',
 ];
 
+// The store's work yields the CPU to the proxy's: a batch holds this thread for tens of
+// milliseconds, and on a machine whose cores are all busy the calls that arrive meanwhile
+// would wait for it (the p99). Linux sets a nice value per thread (by its id, which
+// /proc/thread-self names); elsewhere the thread keeps the process's. The writer's spool
+// holds whatever waits, and the store catches up when the proxy leaves it a core.
+// Only once the database has started: until then no call is proxied, and at nice 10 on a busy
+// host the start (the template's load, crash recovery) took five times as long.
+// A CLI command that opens the store itself asks not to (yieldCpu false): no proxy runs there.
+const WORKER_NICE = 10;
+function yieldCpu() {
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), WORKER_NICE);
+  } catch {
+    // no /proc (macOS), or not allowed: the default priority
+  }
+}
+
 // A store without a database yet starts from the pre-built template (embedded-template.ts).
 const { dataDir, template } = workerData;
 const fresh = template && !(dataDir && existsSync(join(dataDir, 'PG_VERSION')));
@@ -61,6 +65,7 @@ const ready = PGlite.create({
   parsers,
   startParams,
 });
+if (workerData.yieldCpu) ready.then(yieldCpu, () => {});
 
 // PGlite's file system (Emscripten's) throws ErrnoError objects with no message, only a WASI
 // errno: named here, with the directory, so that the user sees more than [object Object].

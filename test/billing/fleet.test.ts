@@ -9,7 +9,6 @@ import { createLink } from '../../src/billing/links.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { atFileEnd } from '../helpers/cleanup.js';
-import { ensureBuilt } from '../helpers/daemon.js';
 import { eventually, spawnSidecars } from '../helpers/fleet.js';
 import { scrape } from '../helpers/prom-text.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
@@ -21,7 +20,6 @@ it.skipIf(!postgresUrl)(
   'a kill -9 mid-send resends nothing acknowledged; two sidecars never both send',
   { timeout: 180_000 },
   async () => {
-    await ensureBuilt();
     const url = await createTestDatabase();
     const db = openPostgres(url);
     atFileEnd(() => db.close());

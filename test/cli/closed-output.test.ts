@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { runCli } from '../helpers/cli.js';
-import { ensureBuilt } from '../helpers/daemon.js';
 import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
 
 /** `meter top | head`: the reader closes the pipe after the first lines. Like `git log | head`,
@@ -30,8 +29,6 @@ function closeAfterFirstChunk(args: string[], env: NodeJS.ProcessEnv) {
     });
   });
 }
-
-beforeAll(ensureBuilt);
 
 describe.skipIf(!postgresUrl)('a closed stdout', () => {
   it('ends `meter top` (frames every 0.2 s to a pipe) quietly with exit 0', { timeout: 180_000 }, async () => {

@@ -12,7 +12,6 @@ import { REPEATED_SIGNAL_MS } from '../../cli/commands/start.js';
 import { packageRoot } from '../../src/paths.js';
 import { atFileEnd } from '../helpers/cleanup.js';
 import { runCli } from '../helpers/cli.js';
-import { ensureBuilt } from '../helpers/daemon.js';
 import { eventually } from '../helpers/fleet.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
 import { hasTool } from '../helpers/tools.js';
@@ -34,7 +33,6 @@ describe.skipIf(!hasTmux || !postgresUrl)('Ctrl-C under npm start, in a terminal
   let release: () => void = () => {};
 
   beforeAll(async () => {
-    await ensureBuilt();
     upstream = await startFakeUpstream();
     // The provider answers headers and a first chunk at once, the rest when the test says.
     upstream.respond(async (_req, res) => {

@@ -1,17 +1,14 @@
 import { spawn } from 'node:child_process';
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { atFileEnd } from '../helpers/cleanup.js';
-import { ensureBuilt } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/stores.js';
 
 /** A data directory meter cannot use is named at once, with the setting it came from, before
  *  anything says the store is being created: exit 2 for a wrong value, 1 for what the system
  *  refuses. Never a spin: `/proc/x` made Node's recursive mkdir loop, deaf to SIGTERM. */
-
-beforeAll(ensureBuilt);
 
 function meter(args: string[], env: NodeJS.ProcessEnv = {}, ids: { uid?: number; gid?: number } = {}) {
   return new Promise<{ code: number | null; stderr: string; ms: number }>((resolve) => {

@@ -1,13 +1,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lockPath } from '../../src/store/lockfile.js';
-import { ensureBuilt, spawnDaemon } from '../helpers/daemon.js';
+import { spawnDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/stores.js';
 
 describe('meter start, as README tells a new user', () => {
-  beforeAll(ensureBuilt, 120_000);
-
   it('npm start runs on the embedded store, is ready, and exits 0 on SIGTERM', async () => {
     const dataDir = tempDir();
     // The README's command, with a free port and a private data directory.

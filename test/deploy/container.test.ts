@@ -18,7 +18,6 @@ import { parse as parseYaml } from 'yaml';
 import { packageRoot } from '../../src/paths.js';
 import { DRAIN_LIMIT_MS, STOP_LIMIT_MS, STORE_CLOSE_LIMIT_MS } from '../../src/server/daemon.js';
 import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
-import { ensureBuilt } from '../helpers/daemon.js';
 
 /**
  * The container as shipped, checked against the real Dockerfile, .dockerignore and
@@ -238,7 +237,6 @@ describe('the runtime image, laid out in a directory', () => {
   let data: string;
 
   beforeAll(async () => {
-    await ensureBuilt();
     app = tempDirAtFileEnd('meter-image-');
     chmodSync(app, 0o755);
     // COPY package.json package-lock.json, then the deps stage's npm ci --omit=dev. Tests stay

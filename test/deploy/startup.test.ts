@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
-import { ensureBuilt } from '../helpers/daemon.js';
 import { databaseForFile } from '../helpers/file-stores.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -11,7 +10,6 @@ import { startTcpProxy } from '../helpers/tcp-proxy.js';
  * `meter start` as a container runs it: the database may come up after the daemon (compose,
  * a reboot), and `docker stop` may come at any moment of the start.
  */
-beforeAll(ensureBuilt);
 
 /** The built daemon as a child process, with what it printed. */
 function startChild(env: Record<string, string>) {

@@ -14,7 +14,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
-import { ensureBuilt, type RunningDaemon } from '../helpers/daemon.js';
+import { type RunningDaemon } from '../helpers/daemon.js';
 import { ACTUAL, answer, burst, post, WORST } from '../helpers/burst.js';
 import { eventually, sleep, spawnSidecars } from '../helpers/fleet.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
@@ -142,7 +142,6 @@ describe.skipIf(!postgresUrl || !PGBOUNCER)('three sidecar processes through PgB
   let spare: string;
 
   beforeAll(async () => {
-    await ensureBuilt();
     const url = await createTestDatabase();
     db = openPostgres(url, { applicationName: 'meter-test' });
     atFileEnd(() => db.close());

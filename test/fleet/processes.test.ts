@@ -9,7 +9,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
 import { atFileEnd } from '../helpers/cleanup.js';
-import { ensureBuilt, type RunningDaemon } from '../helpers/daemon.js';
+import { type RunningDaemon } from '../helpers/daemon.js';
 import { eventually, sleep, spawnSidecars } from '../helpers/fleet.js';
 import { ACTUAL, answer, answerAfter, burst, post, WORST, WORST_TOKENS } from '../helpers/burst.js';
 import { createTestDatabase, postgresUrl } from '../helpers/stores.js';
@@ -48,7 +48,6 @@ const written = async (account: string) =>
 
 describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', () => {
   beforeAll(async () => {
-    await ensureBuilt();
     const url = await createTestDatabase();
     db = openPostgres(url);
     atFileEnd(() => db.close());

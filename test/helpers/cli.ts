@@ -1,16 +1,20 @@
 import { spawn } from 'node:child_process';
 import { packageRoot } from '../../src/paths.js';
 
+/** The `meter` binary (package.json's bin). */
+export const MAIN = 'dist/cli/main.js';
+
 export interface CliResult {
   code: number | null;
   stdout: string;
   stderr: string;
 }
 
-/** Runs `meter <args>` from the source (through tsx), as a separate process like a user would. */
+/** Runs `meter <args>` as built (dist/, which the global setup keeps up to date), as a separate
+ *  process like a user would. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+    const child = spawn(process.execPath, [MAIN, ...args], {
       cwd: packageRoot,
       env: { ...process.env, METER_LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -24,7 +28,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Cli
 }
 
 /** Runs `meter` once per argument list, at most `parallel` at a time, the results in order. Each
- *  run is a Node process compiling the CLI through tsx: forty at once (as the usage test once
+ *  run is a Node process starting the CLI: forty at once (as the usage test once
  *  started them) drove a 2-core machine's load to 50 and timed out other test files. */
 export async function runClis(argLists: string[][], env: NodeJS.ProcessEnv = {}, parallel = 3): Promise<CliResult[]> {
   const results: CliResult[] = new Array<CliResult>(argLists.length);

@@ -1,6 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { packageRoot } from '../../src/paths.js';
 
 export interface RunningDaemon {
@@ -9,15 +7,6 @@ export interface RunningDaemon {
   stderr: () => string;
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
-}
-
-/** Builds dist/ once if it is missing, so the built binary is what tests run. */
-export async function ensureBuilt(): Promise<void> {
-  if (existsSync(join(packageRoot, 'dist/cli/main.js'))) return;
-  await new Promise<void>((resolve, reject) => {
-    const p = spawn('npm', ['run', 'build'], { cwd: packageRoot, stdio: 'inherit' });
-    p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`npm run build exited ${code}`))));
-  });
 }
 
 /** Spawns a command that starts the daemon and waits for its `meter listening on URL` line. */
