@@ -53,7 +53,7 @@ describeEachBackend('analytics events pagination', (backend) => {
       initial.push(makeEvent({ accountId: acct.principal.accountId, time: TIE, tags: { half: String(i % 2) } }));
     await seedEvents(db, initial);
     api = await startApi(db, auth, new Date('2026-05-14T00:00:00Z'));
-  }, 60_000);
+  });
 
   async function walk(query: string, limit: number, afterFirstPage = () => {}): Promise<Listed[]> {
     const seen: Listed[] = [];

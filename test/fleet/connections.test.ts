@@ -155,7 +155,7 @@ describe.skipIf(!postgresUrl || !PGBOUNCER)('three sidecar processes through PgB
     const throughBouncer = Object.assign(new URL(url), { port: String(bouncer.port) }).toString();
     upstream = await startFakeUpstream();
     daemons = await spawnSidecars(3, throughBouncer, upstream, { METER_DB_IDLE_MS: '200' });
-  }, 90_000);
+  }, 180_000);
 
   it('the hard cap admits exactly the calls that fit, and every event is written once', async () => {
     const answers = await burst(

@@ -102,7 +102,7 @@ describe.skipIf(!postgresUrl)('limits on a fleet of three sidecar processes', ()
       METER_FLEET_LEASE_MS: String(LEASE_MS),
       METER_FLEET_SYNC_MS: '250',
     });
-  }, 90_000);
+  }, 180_000);
 
   it('the hard cap: calls are admitted while spend and the calls in flight leave room, exactly that many', async () => {
     const answers = await burstOn('capped');

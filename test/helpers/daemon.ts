@@ -21,7 +21,7 @@ export function spawnDaemon(command: string, args: string[], env: NodeJS.Process
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`daemon did not start in 30 s:\n${out}\n${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`daemon did not start in 60 s:\n${out}\n${err}`)), 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /meter listening on (http:\/\/\S+)/.exec(out);

@@ -26,7 +26,7 @@ describe('the spend page route', () => {
   let off: Daemon;
   beforeAll(async () => {
     [on, off] = await Promise.all([start('on'), start('off')]);
-  }, 60_000);
+  });
   afterAll(() => Promise.all([on?.close(), off?.close()]));
 
   it('serves the page and its files with the security headers, gzipped when asked', async () => {
