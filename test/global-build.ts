@@ -2,11 +2,10 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../src/paths.js';
+import { METER_BIN } from './helpers/cli.js';
 
 /** What `npm run build` reads: a change to any of them makes dist/ stale. */
 const SOURCES = ['src', 'cli', 'bench', 'sql', 'tsconfig.json', 'package.json'];
-/** Written by every build (tsc rewrites all its output), so its time is the build's. */
-const BUILT = 'dist/cli/main.js';
 
 function newestMtime(path: string): number {
   const stat = statSync(path);
@@ -14,9 +13,10 @@ function newestMtime(path: string): number {
   return readdirSync(path).reduce((newest, name) => Math.max(newest, newestMtime(join(path, name))), stat.mtimeMs);
 }
 
+/** When the last build ran: tsc rewrites all its output, the `meter` binary too. */
 function builtAt(): number {
   try {
-    return statSync(join(packageRoot, BUILT)).mtimeMs;
+    return statSync(join(packageRoot, METER_BIN)).mtimeMs;
   } catch {
     return -1;
   }

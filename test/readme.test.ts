@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
 import { createTestDatabase, tempDir } from './helpers/stores.js';
+import { METER_BIN } from './helpers/cli.js';
 
 /**
  * The docs' promise that their examples run as written: every `meter …` line of a ```sh block of
@@ -80,7 +81,7 @@ describe('README and docs/ examples', () => {
       const bin = tempDir();
       writeFileSync(
         join(bin, 'meter'),
-        `#!/bin/sh\nexec "${process.execPath}" "${join(packageRoot, 'dist/cli/main.js')}" "$@"\n`,
+        `#!/bin/sh\nexec "${process.execPath}" "${join(packageRoot, METER_BIN)}" "$@"\n`,
       );
       chmodSync(join(bin, 'meter'), 0o755);
       const env = {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
-import { runCli } from '../helpers/cli.js';
+import { METER_BIN, runCli } from '../helpers/cli.js';
 import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
 
 /** `meter top | head`: the reader closes the pipe after the first lines. Like `git log | head`,
@@ -10,7 +10,7 @@ import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
 /** Runs the built `meter <args>` with stdout a real pipe that this side closes after the first chunk. */
 function closeAfterFirstChunk(args: string[], env: NodeJS.ProcessEnv) {
   return new Promise<{ code: number | null; signal: string | null; stderr: string; first: string }>((resolve) => {
-    const child = spawn(process.execPath, ['dist/cli/main.js', ...args], {
+    const child = spawn(process.execPath, [METER_BIN, ...args], {
       cwd: packageRoot,
       env: { ...process.env, METER_LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

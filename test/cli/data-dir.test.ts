@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { atFileEnd } from '../helpers/cleanup.js';
 import { tempDir } from '../helpers/stores.js';
+import { METER_BIN } from '../helpers/cli.js';
 
 /** A data directory meter cannot use is named at once, with the setting it came from, before
  *  anything says the store is being created: exit 2 for a wrong value, 1 for what the system
@@ -13,7 +14,7 @@ import { tempDir } from '../helpers/stores.js';
 function meter(args: string[], env: NodeJS.ProcessEnv = {}, ids: { uid?: number; gid?: number } = {}) {
   return new Promise<{ code: number | null; stderr: string; ms: number }>((resolve) => {
     const t0 = Date.now();
-    const child = spawn(process.execPath, ['dist/cli/main.js', ...args], {
+    const child = spawn(process.execPath, [METER_BIN, ...args], {
       cwd: packageRoot,
       env: { ...process.env, METER_LOG_LEVEL: 'info', METER_PORT: '0', DATABASE_URL: '', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { lockPath } from '../../src/store/lockfile.js';
 import { spawnDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/stores.js';
+import { METER_BIN } from '../helpers/cli.js';
 
 describe('meter start, as README tells a new user', () => {
   it('npm start runs on the embedded store, is ready, and exits 0 on SIGTERM', async () => {
@@ -36,9 +37,7 @@ describe('meter start, as README tells a new user', () => {
   });
 
   it('a bad setting stops it with a message naming the variable', async () => {
-    const err = await spawnDaemon('node', ['dist/cli/main.js', 'start'], { METER_PORT: 'eighty' }).catch(
-      (e: Error) => e,
-    );
+    const err = await spawnDaemon('node', [METER_BIN, 'start'], { METER_PORT: 'eighty' }).catch((e: Error) => e);
     expect((err as Error).message).toContain('exited with 2'); // a bad setting is a usage error
     expect((err as Error).message).toContain(
       'meter: METER_PORT="eighty" is invalid: expected an integer from 0 to 65535',
@@ -48,9 +47,9 @@ describe('meter start, as README tells a new user', () => {
   it('a second daemon on the same data directory is refused clearly', async () => {
     const dataDir = tempDir();
     const env = { METER_PORT: '0', METER_DATA_DIR: dataDir, DATABASE_URL: '' };
-    const first = await spawnDaemon('node', ['dist/cli/main.js', 'start'], env);
+    const first = await spawnDaemon('node', [METER_BIN, 'start'], env);
     try {
-      const err = await spawnDaemon('node', ['dist/cli/main.js', 'start'], env).catch((e: Error) => e);
+      const err = await spawnDaemon('node', [METER_BIN, 'start'], env).catch((e: Error) => e);
       expect((err as Error).message).toMatch(/in use by process \d+/);
     } finally {
       expect(await first.stop('SIGINT')).toBe(0);

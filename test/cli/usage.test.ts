@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { lockPath } from '../../src/store/lockfile.js';
-import { MAIN, runCli, runClis } from '../helpers/cli.js';
+import { METER_BIN, runCli, runClis } from '../helpers/cli.js';
 import { spawnDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/stores.js';
 
@@ -173,7 +173,7 @@ describe('meter commands on a busy embedded store', () => {
   it('a command right after `meter start` goes through the daemon once it is up', { timeout: 120_000 }, async () => {
     const dataDir = tempDir();
     const env = { METER_DATA_DIR: dataDir, DATABASE_URL: '', METER_PORT: '0' };
-    const starting = spawnDaemon(process.execPath, [MAIN, 'start'], env);
+    const starting = spawnDaemon(process.execPath, [METER_BIN, 'start'], env);
     // Wait until the daemon holds the lock, i.e. is starting but not yet listening.
     while (!existsSync(lockPath(dataDir))) await new Promise((r) => setTimeout(r, 20));
     const created = await runCli(['accounts', 'create', 'early'], env);

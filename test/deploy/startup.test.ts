@@ -5,6 +5,7 @@ import { packageRoot } from '../../src/paths.js';
 import { atFileEnd, tempDirAtFileEnd } from '../helpers/cleanup.js';
 import { databaseForFile } from '../helpers/file-stores.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { METER_BIN } from '../helpers/cli.js';
 
 /**
  * `meter start` as a container runs it: the database may come up after the daemon (compose,
@@ -13,7 +14,7 @@ import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 /** The built daemon as a child process, with what it printed. */
 function startChild(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['dist/cli/main.js', 'start'], {
+  const child = spawn(process.execPath, [METER_BIN, 'start'], {
     cwd: packageRoot,
     env: { ...process.env, METER_PORT: '0', METER_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { packageRoot } from '../../src/paths.js';
 
 /** The `meter` binary (package.json's bin). */
-export const MAIN = 'dist/cli/main.js';
+export const METER_BIN = 'dist/cli/main.js';
 
 export interface CliResult {
   code: number | null;
@@ -14,7 +14,7 @@ export interface CliResult {
  *  process like a user would. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
+    const child = spawn(process.execPath, [METER_BIN, ...args], {
       cwd: packageRoot,
       env: { ...process.env, METER_LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

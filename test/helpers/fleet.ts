@@ -13,6 +13,7 @@ import { atFileEnd, tempDirAtFileEnd } from './cleanup.js';
 import { spawnDaemon, type RunningDaemon } from './daemon.js';
 import { createTestDatabase } from './stores.js';
 import { startFakeUpstream, type FakeUpstream } from './upstreams.js';
+import { METER_BIN } from './cli.js';
 
 /** A full daemon, as `meter start` builds it, in this process, on a shared database (or, with
  *  `databaseUrl` undefined, on the embedded store in `env.METER_DATA_DIR`). Its OpenAI and
@@ -47,7 +48,7 @@ export function spawnSidecars(
 ): Promise<RunningDaemon[]> {
   return Promise.all(
     Array.from({ length: n }, async () => {
-      const d = await spawnDaemon('node', ['dist/cli/main.js', 'start'], {
+      const d = await spawnDaemon('node', [METER_BIN, 'start'], {
         DATABASE_URL: databaseUrl,
         METER_PORT: '0',
         METER_DATA_DIR: tempDirAtFileEnd(),

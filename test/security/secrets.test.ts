@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAIN, runCli } from '../helpers/cli.js';
+import { METER_BIN, runCli } from '../helpers/cli.js';
 import { spawnDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/stores.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/upstreams.js';
@@ -105,7 +105,7 @@ beforeAll(async () => {
   ).toBe(0);
   expect((await runCli(['alerts', 'add', '--account', 'acme', '--email', 'ops@example.com'], env)).code).toBe(0);
 
-  daemon = await spawnDaemon(process.execPath, [MAIN, 'start'], env);
+  daemon = await spawnDaemon(process.execPath, [METER_BIN, 'start'], env);
   const call = async (
     path: string,
     headers: Record<string, string>,

@@ -5,7 +5,7 @@ import { Pricer } from '../../src/pricing/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/types.js';
-import { MAIN } from '../helpers/cli.js';
+import { METER_BIN } from '../helpers/cli.js';
 import { spawnDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { createTestDatabase, postgresUrl, tempDir } from '../helpers/stores.js';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/upstreams.js';
@@ -47,7 +47,7 @@ describe.skipIf(!postgresUrl)('the daemon process and its spool', () => {
   });
 
   async function start(dataDir: string, flushMs: number): Promise<RunningDaemon> {
-    const d = await spawnDaemon(process.execPath, [MAIN, 'start'], {
+    const d = await spawnDaemon(process.execPath, [METER_BIN, 'start'], {
       METER_PORT: '0',
       METER_HOST: '127.0.0.1',
       METER_DATA_DIR: dataDir,
